@@ -1,0 +1,72 @@
+# gpuslice — one non-recursive Make build (docs/build.md says why Make).
+#   make                 everything: libgpuslice.so, gpuslice, fakes, tests
+#   make minimal         only libgpuslice.so + gpuslice (run, version): toolchain alone,
+#                        for machines without our Debian libraries (the GPU bench box)
+#   make test            build and run every test; ends with "N passed, N failed"
+#   make SAN=address,undefined BUILD=build-asan test    sanitizer run (CI does this)
+#   make SAN=thread BUILD=build-tsan test-threaded       TSan over the threaded tests
+#   make WERROR=1        warnings are errors (CI)
+# Each part adds itself in src/<part>/module.mk; tests in tests/module.mk.
+
+BUILD ?= build
+CC ?= cc
+SAN ?=
+WERROR ?=
+MINIMAL ?= 0
+PYTHON ?= /usr/bin/python3
+
+OPT := $(if $(SAN),-O1,-O2)
+CFLAGS_BASE := -std=gnu11 -g $(OPT) -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes \
+	-Wno-unused-parameter -fstack-protector-strong -fPIC -pthread \
+	$(if $(SAN),,-D_FORTIFY_SOURCE=2) $(if $(WERROR),-Werror) -Isrc -I$(BUILD)/gen
+SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all)
+CFLAGS_ALL := $(CFLAGS_BASE) $(SANFLAGS) $(CFLAGS)
+LDFLAGS_ALL := $(SANFLAGS) -pthread -Wl,-z,relro,-z,now $(LDFLAGS)
+
+GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+VERSION := 0.1.0
+
+# Filled in by the module files.
+GPUSLICE_OBJS :=
+GPUSLICE_LIBS :=
+TEST_PROGS :=
+ALL_TARGETS :=
+
+all: build-all
+.PHONY: all build-all minimal test test-threaded check-format format clean
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+include src/common/module.mk
+include $(sort $(filter-out src/common/module.mk src/cli/module.mk,$(wildcard src/*/module.mk)))
+include $(wildcard tests/*/module.mk)
+include $(wildcard tests/module.mk)
+include src/cli/module.mk   # last: it links what the parts added to GPUSLICE_OBJS
+
+build-all: $(ALL_TARGETS) $(TEST_PROGS)
+
+# The minimal build lives in its own folder so it never mixes with the full one.
+minimal:
+	$(MAKE) MINIMAL=1 BUILD=$(BUILD)-minimal $(BUILD)-minimal/libgpuslice.so $(BUILD)-minimal/gpuslice $(BUILD)-minimal/gpuslice-demo
+
+test: build-all
+	BUILD=$(BUILD) PYTHON=$(PYTHON) SAN=$(SAN) tests/run-tests.sh
+
+test-threaded: build-all
+	BUILD=$(BUILD) PYTHON=$(PYTHON) SAN=$(SAN) GS_TEST_FILTER=threaded tests/run-tests.sh
+
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+check-format:
+	@out=$$(for f in $(FORMAT_FILES); do clang-format --style=file $$f | diff -q - $$f >/dev/null || echo $$f; done); \
+	if [ -n "$$out" ]; then echo "check-format: these files need 'make format':"; echo "$$out"; exit 1; fi; \
+	echo "check-format: ok"
+
+format:
+	clang-format --style=file -i $(FORMAT_FILES)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-minimal build-asan build-tsan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,8 @@
+# cli/: the gpuslice binary. Parts add objects to GPUSLICE_OBJS and link flags to
+# GPUSLICE_LIBS in their own module.mk (skipped in the minimal build).
+CLI_SRCS := $(wildcard src/cli/*.c)
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+$(BUILD)/src/cli/version.o: CFLAGS_ALL += -DGS_VERSION='"$(VERSION)"' -DGS_GIT_REV='"$(GIT_REV)"' $(if $(filter 1,$(MINIMAL)),-DGS_MINIMAL)
+$(BUILD)/gpuslice: $(CLI_OBJS) $(if $(filter 1,$(MINIMAL)),,$(GPUSLICE_OBJS)) $(BUILD)/libgscommon.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(if $(filter 1,$(MINIMAL)),,$(GPUSLICE_LIBS)) -ldl
+ALL_TARGETS += $(BUILD)/gpuslice

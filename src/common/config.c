@@ -1,0 +1,237 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "quantity.h"
+
+static const struct gs_cfg_entry *find(const struct gs_cfg_entry *tab, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(tab[i].name, name) == 0)
+            return &tab[i];
+    return NULL;
+}
+
+static int parse_uint(const char *s, uint64_t *out)
+{
+    if (!*s)
+        return -1;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int enum_index(const char *choices, const char *v)
+{
+    int idx = 0;
+    size_t vl = strlen(v);
+    for (const char *p = choices; *p; idx++) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == vl && strncmp(p, v, len) == 0)
+            return idx;
+        if (!bar)
+            break;
+        p = bar + 1;
+    }
+    return -1;
+}
+
+static int set_one(const struct gs_cfg_entry *e, void *obj, const char *value, gs_error *err)
+{
+    char *field = (char *)obj + e->offset;
+    switch (e->type) {
+    case GS_CFG_BYTES: {
+        uint64_t v;
+        int rc = gs_quantity_parse_bytes(value, &v, err);
+        if (rc < 0)
+            return gs_error_wrap(err, "setting '%s'", e->name);
+        if (v < e->min || (e->max && v > e->max))
+            return gs_error_set(err, GS_ERANGE, "setting '%s' = '%s' is outside its bounds (%llu..%llu bytes)",
+                                e->name, value, (unsigned long long)e->min, (unsigned long long)e->max);
+        memcpy(field, &v, sizeof v);
+        return GS_OK;
+    }
+    case GS_CFG_PERCENT: {
+        unsigned v;
+        if (gs_quantity_parse_percent(value, &v, err) < 0)
+            return gs_error_wrap(err, "setting '%s'", e->name);
+        memcpy(field, &v, sizeof v);
+        return GS_OK;
+    }
+    case GS_CFG_UINT: {
+        uint64_t v;
+        if (parse_uint(value, &v) < 0)
+            return gs_error_set(err, GS_EINVAL, "setting '%s' = '%s' is not a whole number", e->name, value);
+        if (v < e->min || v > e->max)
+            return gs_error_set(err, GS_ERANGE, "setting '%s' = %llu is outside %llu..%llu", e->name,
+                                (unsigned long long)v, (unsigned long long)e->min,
+                                (unsigned long long)e->max);
+        memcpy(field, &v, sizeof v);
+        return GS_OK;
+    }
+    case GS_CFG_BOOL: {
+        int v;
+        if (!strcasecmp(value, "true") || !strcmp(value, "1") || !strcasecmp(value, "yes") || !strcasecmp(value, "on"))
+            v = 1;
+        else if (!strcasecmp(value, "false") || !strcmp(value, "0") || !strcasecmp(value, "no") || !strcasecmp(value, "off"))
+            v = 0;
+        else
+            return gs_error_set(err, GS_EINVAL, "setting '%s' = '%s' is not true or false", e->name, value);
+        memcpy(field, &v, sizeof v);
+        return GS_OK;
+    }
+    case GS_CFG_STRING: {
+        size_t len = strlen(value);
+        if (len >= e->max)
+            return gs_error_set(err, GS_ERANGE, "setting '%s' is %zu characters; at most %llu fit",
+                                e->name, len, (unsigned long long)(e->max - 1));
+        memcpy(field, value, len + 1);
+        return GS_OK;
+    }
+    case GS_CFG_ENUM: {
+        int idx = enum_index(e->choices, value);
+        if (idx < 0)
+            return gs_error_set(err, GS_EINVAL, "setting '%s' = '%s' is not one of %s", e->name, value,
+                                e->choices);
+        memcpy(field, &idx, sizeof idx);
+        return GS_OK;
+    }
+    }
+    return gs_error_set(err, GS_EINVAL, "setting '%s' has an unknown type", e->name);
+}
+
+int gs_config_defaults(const struct gs_cfg_entry *tab, size_t n, void *obj, gs_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!tab[i].def)
+            continue;
+        int rc = set_one(&tab[i], obj, tab[i].def, err);
+        if (rc < 0)
+            return rc;
+    }
+    return GS_OK;
+}
+
+int gs_config_set(const struct gs_cfg_entry *tab, size_t n, void *obj, const char *name,
+                  const char *value, gs_error *err)
+{
+    const struct gs_cfg_entry *e = find(tab, n, name);
+    if (!e)
+        return gs_error_set(err, GS_EINVAL, "unknown setting '%s' (see --help for the list)", name);
+    return set_one(e, obj, value, err);
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t len = strlen(s);
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r'))
+        s[--len] = '\0';
+    return s;
+}
+
+int gs_config_parse_text(const struct gs_cfg_entry *tab, size_t n, void *obj, const char *text,
+                         const char *origin, gs_error *err)
+{
+    size_t tl = strlen(text);
+    char *copy = malloc(tl + 1);
+    if (!copy)
+        return gs_error_set(err, GS_ENOMEM, "out of memory parsing %s", origin);
+    memcpy(copy, text, tl + 1);
+    int line_no = 0, rc = GS_OK;
+    char *save = NULL;
+    for (char *line = copy; line; line = save) {
+        char *nl = strchr(line, '\n');
+        save = nl ? nl + 1 : NULL;
+        if (nl)
+            *nl = '\0';
+        line_no++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *t = trim(line);
+        if (!*t)
+            continue;
+        char *eq = strchr(t, '=');
+        if (!eq) {
+            rc = gs_error_set(err, GS_EINVAL, "%s line %d: expected 'key = value', got '%s'", origin,
+                              line_no, t);
+            break;
+        }
+        *eq = '\0';
+        char *k = trim(t), *v = trim(eq + 1);
+        rc = gs_config_set(tab, n, obj, k, v, err);
+        if (rc < 0) {
+            gs_error_wrap(err, "%s line %d", origin, line_no);
+            break;
+        }
+    }
+    free(copy);
+    return rc;
+}
+
+int gs_config_load_file(const struct gs_cfg_entry *tab, size_t n, void *obj, const char *path,
+                        gs_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return gs_error_set(err, errno == ENOENT ? GS_ENOENT : GS_EIO, "cannot open %s: %s", path,
+                            strerror(errno));
+    enum { MAX = 64 * 1024 };
+    char *buf = malloc(MAX + 1);
+    if (!buf) {
+        close(fd);
+        return gs_error_set(err, GS_ENOMEM, "out of memory reading %s", path);
+    }
+    size_t len = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + len, MAX + 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return gs_error_set(err, GS_EIO, "cannot read %s: %s", path, strerror(e));
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+        if (len > MAX) {
+            free(buf);
+            close(fd);
+            return gs_error_set(err, GS_ERANGE, "%s is larger than 64 KiB; is it the right file?", path);
+        }
+    }
+    close(fd);
+    buf[len] = '\0';
+    if (memchr(buf, '\0', len)) {
+        free(buf);
+        return gs_error_set(err, GS_EINVAL, "%s contains a NUL byte; it is not a text config file", path);
+    }
+    int rc = gs_config_parse_text(tab, n, obj, buf, path, err);
+    free(buf);
+    return rc;
+}
+
+void gs_config_help(const struct gs_cfg_entry *tab, size_t n, FILE *out)
+{
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "  %-22s %s (default: %s)\n", tab[i].name, tab[i].help,
+                tab[i].def ? tab[i].def : "none");
+}

@@ -1,0 +1,261 @@
+#include "ledger.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int gs_ledger_create(const char *path, gs_error *err)
+{
+    char tmp[4096];
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return gs_error_set(err, GS_ERANGE, "ledger path '%s' is too long", path);
+    int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return gs_error_set(err, GS_EIO, "cannot create ledger %s: %s (is the state directory writable?)",
+                            tmp, strerror(errno));
+    (void)fchmod(fd, 0666); /* umask must not keep the tenant's user out */
+    struct gs_ledger *l = calloc(1, sizeof *l);
+    if (!l) {
+        close(fd);
+        unlink(tmp);
+        return gs_error_set(err, GS_ENOMEM, "out of memory creating ledger");
+    }
+    memcpy(l->magic, GS_LEDGER_MAGIC_TEXT, 8);
+    l->version = GS_LEDGER_VERSION;
+    l->size = sizeof *l;
+    l->nslots = GS_LEDGER_SLOTS;
+    size_t off = 0;
+    const char *p = (const char *)l;
+    while (off < sizeof *l) {
+        ssize_t w = write(fd, p + off, sizeof *l - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = errno;
+            free(l);
+            close(fd);
+            unlink(tmp);
+            return gs_error_set(err, GS_EIO, "cannot write ledger %s: %s", tmp, strerror(e));
+        }
+        off += (size_t)w;
+    }
+    free(l);
+    close(fd);
+    /* rename: a reader never sees a half-written header */
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return gs_error_set(err, GS_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+    }
+    return GS_OK;
+}
+
+int gs_ledger_open(const char *path, int writable, struct gs_ledger **out, gs_error *err)
+{
+    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0)
+        return gs_error_set(err, errno == ENOENT ? GS_ENOENT : GS_EIO, "cannot open ledger %s: %s",
+                            path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size != sizeof(struct gs_ledger)) {
+        close(fd);
+        return gs_error_set(err, GS_EPROTO,
+                            "ledger %s has size %lld, expected %zu: written by another gpuslice "
+                            "version? recreate the slice",
+                            path, (long long)st.st_size, sizeof(struct gs_ledger));
+    }
+    void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | (writable ? PROT_WRITE : 0),
+                   MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return gs_error_set(err, GS_EIO, "cannot map ledger %s: %s", path, strerror(errno));
+    struct gs_ledger *l = m;
+    if (memcmp(l->magic, GS_LEDGER_MAGIC_TEXT, 8) != 0 || l->version != GS_LEDGER_VERSION ||
+        l->size != sizeof *l || l->nslots != GS_LEDGER_SLOTS) {
+        munmap(m, sizeof *l);
+        return gs_error_set(err, GS_EPROTO,
+                            "ledger %s has a wrong magic, version or size (version %u, want %u): "
+                            "recreate the slice with this gpuslice version",
+                            path, l->version, GS_LEDGER_VERSION);
+    }
+    *out = l;
+    return GS_OK;
+}
+
+void gs_ledger_close(struct gs_ledger *l)
+{
+    if (l)
+        munmap(l, sizeof *l);
+}
+
+int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime)
+{
+    for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
+        struct gs_ledger_slot *s = &l->slots[i];
+        int32_t expect = 0;
+        if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0)
+            continue;
+        if (atomic_compare_exchange_strong(&s->pid, &expect, pid)) {
+            /* We own it now: clear what a dead owner left. Until this store
+             * the stale bytes still count, which only errs on the safe side. */
+            atomic_store(&s->used, 0);
+            atomic_store(&s->starttime, starttime);
+            atomic_store(&s->peak, 0);
+            atomic_store(&s->allocs, 0);
+            atomic_store(&s->ooms, 0);
+            atomic_store(&s->launches, 0);
+            atomic_store(&s->ctx_ns, 0);
+            return i;
+        }
+    }
+    return GS_EBUSY;
+}
+
+uint64_t gs_ledger_used(const struct gs_ledger *l)
+{
+    uint64_t sum = 0;
+    struct gs_ledger *m = (struct gs_ledger *)l;
+    for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
+        if (atomic_load_explicit(&m->slots[i].pid, memory_order_seq_cst) <= 0)
+            continue; /* free or reaped: its bytes died with its owner */
+        sum += atomic_load_explicit(&m->slots[i].used, memory_order_seq_cst);
+    }
+    return sum;
+}
+
+int gs_ledger_procs(const struct gs_ledger *l)
+{
+    int n = 0;
+    for (int i = 0; i < GS_LEDGER_SLOTS; i++)
+        n += atomic_load_explicit(&((struct gs_ledger *)l)->slots[i].pid, memory_order_relaxed) > 0;
+    return n;
+}
+
+int gs_ledger_charge(struct gs_ledger *l, int slot, uint64_t bytes, uint64_t cap)
+{
+    struct gs_ledger_slot *s = &l->slots[slot];
+    if (bytes > cap) {
+        atomic_fetch_add_explicit(&s->ooms, 1, memory_order_relaxed);
+        return GS_EBUSY;
+    }
+    /* Publish our claim first, then look at everyone's: a racing process
+     * that also publishes first sees ours, so both can fail but never both
+     * pass the cap (seq_cst orders the add before the loads). */
+    uint64_t mine = atomic_fetch_add_explicit(&s->used, bytes, memory_order_seq_cst) + bytes;
+    uint64_t total = gs_ledger_used(l);
+    if (total > cap) {
+        atomic_fetch_sub_explicit(&s->used, bytes, memory_order_seq_cst);
+        atomic_fetch_add_explicit(&s->ooms, 1, memory_order_relaxed);
+        return GS_EBUSY;
+    }
+    uint64_t peak = atomic_load_explicit(&s->peak, memory_order_relaxed);
+    if (mine > peak)
+        atomic_store_explicit(&s->peak, mine, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->allocs, 1, memory_order_relaxed);
+    return GS_OK;
+}
+
+void gs_ledger_uncharge(struct gs_ledger *l, int slot, uint64_t bytes)
+{
+    struct gs_ledger_slot *s = &l->slots[slot];
+    uint64_t cur = atomic_load_explicit(&s->used, memory_order_relaxed);
+    /* Clamp: never wrap below zero (a wrapped counter shows as ~2^64 bytes used). */
+    while (!atomic_compare_exchange_weak(&s->used, &cur, cur >= bytes ? cur - bytes : 0))
+        ;
+}
+
+uint64_t gs_ledger_proc_starttime(int32_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* comm may hold spaces and ')': fields start after the last ')' */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    p++;
+    /* field 3 (state) is the first after ')'; starttime is field 22 */
+    for (int field = 2; field < 22 && p; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    if (!p)
+        return 0;
+    return strtoull(p + 1, NULL, 10);
+}
+
+int gs_ledger_pid_alive(int32_t pid, uint64_t starttime)
+{
+    if (pid <= 0)
+        return 0;
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    if (starttime) {
+        uint64_t now = gs_ledger_proc_starttime(pid);
+        /* A zombie or a reused pid has another start time (or none readable). */
+        if (now && now != starttime)
+            return 0;
+    }
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n > 0) {
+            buf[n] = '\0';
+            char *p = strrchr(buf, ')');
+            /* A zombie has released its GPU memory already: count it as dead. */
+            if (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+int gs_ledger_reap(struct gs_ledger *l, gs_ledger_alive_fn alive)
+{
+    if (!alive)
+        alive = gs_ledger_pid_alive;
+    int reaped = 0;
+    for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
+        struct gs_ledger_slot *s = &l->slots[i];
+        int32_t pid = atomic_load(&s->pid);
+        if (pid <= 0)
+            continue;
+        if (alive(pid, atomic_load(&s->starttime)))
+            continue;
+        /* Only the pid is written: freeing the slot stops its bytes counting at
+         * once, and the next owner zeroes them. Writing `used` here could wipe
+         * the charge of a process that claimed the slot meanwhile. */
+        int32_t expect = pid;
+        if (atomic_compare_exchange_strong(&s->pid, &expect, 0)) {
+            reaped++;
+            atomic_fetch_add(&l->reaped, 1);
+        }
+    }
+    return reaped;
+}
+
+int gs_ledger_maybe_reap(struct gs_ledger *l, uint64_t now_ns, gs_ledger_alive_fn alive)
+{
+    uint64_t last = atomic_load_explicit(&l->last_reap_ns, memory_order_relaxed);
+    if (now_ns - last < GS_LEDGER_REAP_INTERVAL_NS && now_ns >= last)
+        return 0;
+    if (!atomic_compare_exchange_strong(&l->last_reap_ns, &last, now_ns))
+        return 0; /* another process is reaping this round */
+    return gs_ledger_reap(l, alive);
+}

@@ -1,0 +1,89 @@
+/* The ledger: one shared-memory file per slice (per container) that every
+ * process of that container maps, so one cap covers all of them (server
+ * workers, DataLoader workers, forked children). It is a versioned ABI
+ * (magic, version, size) read by the agent and the monitor too.
+ *
+ * Concurrency, without locks (docs/interposer.md has the argument):
+ *  - each process owns one slot (claimed by CAS on pid) and is the only
+ *    writer of its slot's counters;
+ *  - a charge first adds to its own slot, then sums all slots; over the cap
+ *    it takes its addition back. Two racing processes can both fail but can
+ *    never both pass the cap;
+ *  - a process killed at any instant leaves only its slot, which a later
+ *    process frees once the pid is gone (reaping sets pid to 0; only slots
+ *    with an owner count; the next owner zeroes the counters after its
+ *    claim). No lock is ever held, so none can be left held. */
+#ifndef GS_LEDGER_H
+#define GS_LEDGER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define GS_LEDGER_MAGIC_TEXT "GSLEDGER"
+#define GS_LEDGER_VERSION 1
+#define GS_LEDGER_SLOTS 256
+/* How often, at most, an allocating process checks slots for dead owners. */
+#define GS_LEDGER_REAP_INTERVAL_NS (50ull * 1000 * 1000)
+
+struct gs_ledger_slot {
+    _Atomic int32_t pid;        /* owner, 0 = free */
+    uint32_t pad0;
+    _Atomic uint64_t starttime; /* owner's start time (clock ticks since boot), against pid reuse */
+    _Atomic uint64_t used;      /* device bytes this process holds, charged against the cap */
+    _Atomic uint64_t peak;      /* highest value of used */
+    _Atomic uint64_t allocs;    /* successful charged allocations */
+    _Atomic uint64_t ooms;      /* allocations refused by the cap */
+    _Atomic uint64_t launches;  /* kernel launches seen (graphs count once) */
+    _Atomic uint64_t ctx_ns;    /* CLOCK_REALTIME ns when this process first used CUDA, 0 = never */
+};
+
+struct gs_ledger {
+    char magic[8];               /* "GSLEDGER" */
+    uint32_t version;            /* GS_LEDGER_VERSION */
+    uint32_t size;               /* sizeof(struct gs_ledger) */
+    uint32_t nslots;             /* GS_LEDGER_SLOTS */
+    uint32_t pad0;
+    _Atomic uint64_t last_reap_ns; /* CLOCK_MONOTONIC ns of the last reap pass */
+    _Atomic uint64_t first_ctx_ns; /* first CUDA use by any process (REALTIME ns), 0 = never */
+    _Atomic uint64_t last_use_ns;  /* last allocation or launch seen (REALTIME ns, coarse) */
+    _Atomic uint64_t reaped;       /* slots reclaimed from dead processes */
+    uint64_t reserved[9];          /* room for compute-control fields; zero */
+    struct gs_ledger_slot slots[GS_LEDGER_SLOTS];
+};
+
+_Static_assert(sizeof(struct gs_ledger_slot) == 64, "ledger slot is one cache line");
+_Static_assert(offsetof(struct gs_ledger, slots) == 128, "ledger header is two cache lines");
+_Static_assert(offsetof(struct gs_ledger, last_reap_ns) == 24, "ledger ABI: last_reap_ns");
+_Static_assert(sizeof(struct gs_ledger) == 128 + 64 * GS_LEDGER_SLOTS, "ledger ABI size");
+
+/* Creates (or re-initialises) a ledger file; mode 0666 so the tenant's user can map it. */
+int gs_ledger_create(const char *path, gs_error *err);
+/* Maps an existing ledger and checks magic, version and size. */
+int gs_ledger_open(const char *path, int writable, struct gs_ledger **out, gs_error *err);
+void gs_ledger_close(struct gs_ledger *l);
+
+/* Claims a slot for (pid, starttime); returns its index or a negative code when full. */
+int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime);
+/* Tries to charge bytes to slot under cap; 0 on success, GS_EBUSY when it would exceed. */
+int gs_ledger_charge(struct gs_ledger *l, int slot, uint64_t bytes, uint64_t cap);
+void gs_ledger_uncharge(struct gs_ledger *l, int slot, uint64_t bytes);
+/* Sum of used bytes over slots that have an owner. */
+uint64_t gs_ledger_used(const struct gs_ledger *l);
+/* Number of slots with a live owner (as last reaped). */
+int gs_ledger_procs(const struct gs_ledger *l);
+
+/* Decides whether a slot's owner still exists: returns 1 alive, 0 dead. */
+typedef int (*gs_ledger_alive_fn)(int32_t pid, uint64_t starttime);
+/* The default test: kill(pid, 0) plus /proc/<pid>/stat start time. */
+int gs_ledger_pid_alive(int32_t pid, uint64_t starttime);
+/* Reclaims slots whose owner is dead; returns how many. */
+int gs_ledger_reap(struct gs_ledger *l, gs_ledger_alive_fn alive);
+/* Reaps at most once per GS_LEDGER_REAP_INTERVAL_NS across all processes. */
+int gs_ledger_maybe_reap(struct gs_ledger *l, uint64_t now_ns, gs_ledger_alive_fn alive);
+/* Start time of pid from /proc (clock ticks since boot), 0 when unknown. */
+uint64_t gs_ledger_proc_starttime(int32_t pid);
+
+#endif

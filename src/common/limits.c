@@ -1,0 +1,76 @@
+#include "limits.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define F(field) offsetof(struct gs_limits, field)
+
+const struct gs_cfg_entry gs_limits_table[] = {
+    {"version", GS_CFG_UINT, F(version), 1, GS_LIMITS_VERSION, "1", NULL, "limits file format version"},
+    {"memory", GS_CFG_UINT, F(memory), 0, UINT64_MAX, "0", NULL, "device memory the application may allocate, bytes (0 = uncapped)"},
+    {"compute", GS_CFG_UINT, F(compute), 0, 100, "0", NULL, "compute share, percent of one GPU (0 = uncontrolled)"},
+    {"compute_mode", GS_CFG_ENUM, F(compute_mode), 0, 0, "share", "share|cap", "share: guaranteed, work-conserving; cap: never above"},
+    {"priority", GS_CFG_ENUM, F(priority), 0, 0, "best-effort", "best-effort|critical", "scheduling class"},
+    {"context_reserve", GS_CFG_UINT, F(context_reserve), 0, UINT64_MAX, "0", NULL, "device memory reserved outside the slice for the CUDA context, bytes"},
+    {"simulated", GS_CFG_BOOL, F(simulated), 0, 0, "false", NULL, "slice lives on the simulated GPU"},
+    {"device", GS_CFG_STRING, F(device), 0, sizeof(((struct gs_limits *)0)->device), "", NULL, "GPU UUID or index"},
+    {"slice_id", GS_CFG_STRING, F(slice_id), 0, sizeof(((struct gs_limits *)0)->slice_id), "", NULL, "allocation id"},
+};
+const size_t gs_limits_table_len = GS_CFG_N(gs_limits_table);
+
+int gs_limits_defaults(struct gs_limits *l)
+{
+    memset(l, 0, sizeof *l);
+    return gs_config_defaults(gs_limits_table, gs_limits_table_len, l, NULL);
+}
+
+int gs_limits_load(const char *path, struct gs_limits *l, gs_error *err)
+{
+    gs_limits_defaults(l);
+    return gs_config_load_file(gs_limits_table, gs_limits_table_len, l, path, err);
+}
+
+int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err)
+{
+    static const char *const modes[] = {"share", "cap"};
+    static const char *const prios[] = {"best-effort", "critical"};
+    char tmp[4096];
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return gs_error_set(err, GS_ERANGE, "limits path '%s' is too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+    if (fd < 0)
+        return gs_error_set(err, GS_EIO, "cannot create %s: %s (is the state directory writable?)",
+                            tmp, strerror(errno));
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        return gs_error_set(err, GS_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    fprintf(f,
+            "# gpuslice slice limits, written by the agent; read-only to the tenant.\n"
+            "version = %d\nmemory = %llu\ncompute = %llu\ncompute_mode = %s\npriority = %s\n"
+            "context_reserve = %llu\nsimulated = %s\ndevice = %s\nslice_id = %s\n",
+            GS_LIMITS_VERSION, (unsigned long long)l->memory, (unsigned long long)l->compute,
+            modes[l->compute_mode & 1], prios[l->priority & 1],
+            (unsigned long long)l->context_reserve, l->simulated ? "true" : "false", l->device,
+            l->slice_id);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        fclose(f);
+        unlink(tmp);
+        return gs_error_set(err, GS_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    fclose(f);
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return gs_error_set(err, GS_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+    }
+    return GS_OK;
+}

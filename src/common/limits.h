@@ -1,0 +1,43 @@
+/* A slice's limits: the file the agent (or `gpuslice run`) writes into the
+ * per-allocation state directory and mounts read-only into the container.
+ * The interposer reads it once per process; nothing the tenant sets in its
+ * environment can raise these values (docs/interposer.md). Format: the
+ * table-driven "key = value" text of config.h, so people can read it too. */
+#ifndef GS_LIMITS_H
+#define GS_LIMITS_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+
+/* Where the interposer looks first, inside a container (a read-only mount). */
+#define GS_LIMITS_CONTAINER_DIR "/run/gpuslice"
+#define GS_LIMITS_FILE "limits"
+#define GS_LEDGER_FILE "ledger"
+#define GS_LIMITS_VERSION 1
+
+enum gs_compute_mode { GS_COMPUTE_SHARE = 0, GS_COMPUTE_CAP = 1 };
+enum gs_priority { GS_PRIO_BEST_EFFORT = 0, GS_PRIO_CRITICAL = 1 };
+
+struct gs_limits {
+    uint64_t version;
+    uint64_t memory;          /* bytes the application may allocate; 0 = no memory cap */
+    uint64_t compute;         /* percent of one GPU, 0 = no compute control */
+    int compute_mode;         /* enum gs_compute_mode */
+    int priority;             /* enum gs_priority */
+    uint64_t context_reserve; /* device memory set aside outside the slice for the CUDA context */
+    int simulated;            /* the slice lives on the simulated GPU backend */
+    char device[96];          /* GPU UUID or index the slice is on */
+    char slice_id[128];       /* allocation id, shown in logs and metrics */
+};
+
+extern const struct gs_cfg_entry gs_limits_table[];
+extern const size_t gs_limits_table_len;
+
+int gs_limits_defaults(struct gs_limits *l);
+int gs_limits_load(const char *path, struct gs_limits *l, gs_error *err);
+/* Writes the file atomically (temp + rename) with mode 0444. */
+int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err);
+
+#endif
