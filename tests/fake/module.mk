@@ -22,7 +22,8 @@ $(FAKE_DIR)/libnvidia-ml.so.1: $(BUILD)/tests/fake/fake_nvml.o $(FAKE_COMMON_OBJ
 $(FAKE_DIR)/libnvidia-ml.so: $(FAKE_DIR)/libnvidia-ml.so.1
 	ln -sf libnvidia-ml.so.1 $@
 
-FAKE_LIBS := $(FAKE_DIR)/libcuda.so.1 $(FAKE_DIR)/libcuda.so
+FAKE_LIBS := $(FAKE_DIR)/libcuda.so.1 $(FAKE_DIR)/libcuda.so $(FAKE_DIR)/libnvidia-ml.so.1 \
+	$(FAKE_DIR)/libnvidia-ml.so
 ALL_TARGETS += $(FAKE_LIBS)
 
 # Linked directly, as applications built with -lcuda are.
@@ -32,3 +33,8 @@ $(BUILD)/tests/fake_cuda.test: $(BUILD)/tests/fake/test_fake_cuda.o $(FAKE_DIR)/
 $(BUILD)/tests/fake_cuda_dlopen.test: $(BUILD)/tests/fake/test_fake_cuda_dlopen.o $(FAKE_DIR)/libcuda.so.1
 	$(CC) $(LDFLAGS_ALL) -o $@ $< $(FAKE_RPATH) -lcmocka -ldl
 TEST_PROGS += $(BUILD)/tests/fake_cuda.test $(BUILD)/tests/fake_cuda_dlopen.test
+
+# Linked directly; one test also reaches it with dlopen("libnvidia-ml.so.1") + dlsym.
+$(BUILD)/tests/fake_nvml.test: $(BUILD)/tests/fake/test_fake_nvml.o $(FAKE_DIR)/libnvidia-ml.so.1
+	$(CC) $(LDFLAGS_ALL) -o $@ $< -L$(FAKE_DIR) -l:libnvidia-ml.so.1 $(FAKE_RPATH) -lcmocka -ldl
+TEST_PROGS += $(BUILD)/tests/fake_nvml.test

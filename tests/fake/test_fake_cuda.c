@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "fake_test_env.h"
 #include "gs_fake_cuda.h"
 
 #define MIB (1ull << 20)
@@ -30,18 +31,9 @@ static const char *const config_vars[] = {
 /* A fresh driver with only the given "VAR=value" settings (NULL-terminated). */
 static void fresh(const char *setting, ...)
 {
-    for (size_t i = 0; i < sizeof config_vars / sizeof config_vars[0]; i++)
-        unsetenv(config_vars[i]);
     va_list ap;
     va_start(ap, setting);
-    for (const char *s = setting; s; s = va_arg(ap, const char *)) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", s);
-        char *eq = strchr(buf, '=');
-        assert_non_null(eq);
-        *eq = '\0';
-        setenv(buf, eq + 1, 1);
-    }
+    fake_test_env(config_vars, sizeof config_vars / sizeof config_vars[0], setting, ap);
     va_end(ap);
     gsfake_reset();
 }
