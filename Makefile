@@ -4,7 +4,7 @@
 #                        for machines without our Debian libraries (the GPU bench box)
 #   make test            build and run every test; ends with "N passed, N failed"
 #   make SAN=address,undefined BUILD=build-asan test    sanitizer run (CI does this)
-#   make SAN=thread BUILD=build-tsan test-threaded       TSan over the threaded tests
+#   make SAN=thread BUILD=build-tsan test-threaded       TSan over the multi-threaded/process tests
 #   make WERROR=1        warnings are errors (CI)
 # Each part adds itself in src/<part>/module.mk; tests in tests/module.mk.
 
@@ -41,6 +41,7 @@ $(BUILD)/%.o: %.c
 
 include src/common/module.mk
 include $(sort $(filter-out src/common/module.mk src/cli/module.mk,$(wildcard src/*/module.mk)))
+include examples/module.mk
 include $(wildcard tests/*/module.mk)
 include $(wildcard tests/module.mk)
 include src/cli/module.mk   # last: it links what the parts added to GPUSLICE_OBJS
@@ -55,7 +56,7 @@ test: build-all
 	BUILD=$(BUILD) PYTHON=$(PYTHON) SAN=$(SAN) tests/run-tests.sh
 
 test-threaded: build-all
-	BUILD=$(BUILD) PYTHON=$(PYTHON) SAN=$(SAN) GS_TEST_FILTER=threaded tests/run-tests.sh
+	BUILD=$(BUILD) PYTHON=$(PYTHON) SAN=$(SAN) GS_TEST_FILTER="interposer ledger" tests/run-tests.sh
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 check-format:

@@ -3,7 +3,7 @@
 # "not ok N - name", exit 77 = skipped as a whole). Prints each program's
 # summary and ends with the line CI reads: "N passed, N failed, N skipped".
 #   BUILD=build tests/run-tests.sh            all tests
-#   GS_TEST_FILTER=threaded tests/run-tests.sh  only programs whose name contains it
+#   GS_TEST_FILTER="interposer ledger" tests/run-tests.sh  only names containing one of these
 set -u
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -18,6 +18,12 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
 logdir="$BUILD/test-logs"
 mkdir -p "$logdir"
 passed=0; failed=0; skipped=0; failed_names=""
+
+wanted() { # name: does it match the filter?
+    [ -z "$FILTER" ] && return 0
+    for f in $FILTER; do case "$1" in *"$f"*) return 0 ;; esac; done
+    return 1
+}
 
 run_one() { # name, command...
     name=$1; shift
@@ -43,17 +49,17 @@ run_one() { # name, command...
 
 for t in "$BUILD"/tests/*.test; do
     [ -x "$t" ] || continue
-    case "$t" in *"$FILTER"*) ;; *) continue ;; esac
+    wanted "$t" || continue
     run_one "$(basename "$t")" "$t"
 done
 for t in tests/*_test.py tests/*/*_test.py; do
     [ -f "$t" ] || continue
-    case "$t" in *"$FILTER"*) ;; *) continue ;; esac
+    wanted "$t" || continue
     run_one "$t" "$PYTHON" "$t"
 done
 for t in tests/*_test.sh tests/*/*_test.sh; do
     [ -f "$t" ] || continue
-    case "$t" in *"$FILTER"*) ;; *) continue ;; esac
+    wanted "$t" || continue
     run_one "$t" sh "$t"
 done
 [ -n "$failed_names" ] && echo "failed:$failed_names"

@@ -155,10 +155,14 @@ static void test_exhaustive_short_inputs(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_binary_units),     cmocka_unit_test(test_decimal_units),
-        cmocka_unit_test(test_fraction_rounds_up), cmocka_unit_test(test_rejects_garbage),
-        cmocka_unit_test(test_rejects_overflow), cmocka_unit_test(test_percent),
-        cmocka_unit_test(test_format),           cmocka_unit_test(test_exhaustive_short_inputs),
+        cmocka_unit_test(test_binary_units),
+        cmocka_unit_test(test_decimal_units),
+        cmocka_unit_test(test_fraction_rounds_up),
+        cmocka_unit_test(test_rejects_garbage),
+        cmocka_unit_test(test_rejects_overflow),
+        cmocka_unit_test(test_percent),
+        cmocka_unit_test(test_format),
+        cmocka_unit_test(test_exhaustive_short_inputs),
     };
     return cmocka_run_group_tests_name("quantity", tests, NULL, NULL);
 }

@@ -1,11 +1,396 @@
+/* gpuslice run: one workload under a slice on any machine, no kubelet.
+ * It prepares the same per-allocation state the agent prepares at Allocate
+ * (common/slice.c), loads libgpuslice.so into the command with LD_PRELOAD,
+ * and reports what the slice saw when the command ends. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/gs_cuda.h"
+#include "common/ledger.h"
+#include "common/log.h"
+#include "common/quantity.h"
+#include "common/slice.h"
+
+static void run_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpuslice run [options] -- COMMAND [ARGS...]\n"
+            "Runs COMMAND with its GPU memory capped and its compute share set.\n\n"
+            "  --memory Q      device memory the application may allocate (512Mi, 2Gi, 4G)\n"
+            "  --compute P     compute share, percent of one GPU (1-100)\n"
+            "  --hard-cap      never exceed --compute, even when the GPU is idle\n"
+            "  --critical      latency-critical class: best-effort tenants yield to it\n"
+            "  --simulated     use the simulated GPU (no NVIDIA driver needed; clearly labelled)\n"
+            "  --state-root D  where the slice's state lives (default: $XDG_RUNTIME_DIR/gpuslice,\n"
+            "                  /run/gpuslice-run as root, else /tmp/gpuslice-<uid>)\n"
+            "  --keep-state    leave the state directory for inspection\n"
+            "  --device N      GPU index (default 0)\n"
+            "The slice counts the application's allocations; the CUDA context's own memory\n"
+            "(about 0.5 GiB per process on an H200) comes on top: see docs/resources.md.\n");
+}
+
+static int exe_dir(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    return 0;
+}
+
+/* First existing file among dir-relative candidates and fixed paths. */
+static int find_file(char *out, size_t len, const char *env, const char *const rel[], size_t nrel)
+{
+    const char *e = env ? getenv(env) : NULL;
+    if (e && *e) {
+        snprintf(out, len, "%s", e);
+        return access(out, R_OK) == 0 ? 0 : -1;
+    }
+    char dir[PATH_MAX];
+    if (exe_dir(dir, sizeof dir) < 0)
+        return -1;
+    for (size_t i = 0; i < nrel; i++) {
+        int n = rel[i][0] == '/' ? snprintf(out, len, "%s", rel[i])
+                                 : snprintf(out, len, "%s/%s", dir, rel[i]);
+        if (n > 0 && (size_t)n < len && access(out, R_OK) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+struct gpu_facts {
+    char name[128];
+    size_t total;
+    int ok;
+};
+
+/* Asks the driver the run will use what the GPU is (cuInit creates no context). */
+static void probe_gpu(const char *lib, int device, struct gpu_facts *g, char *why, size_t whylen)
+{
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(why, whylen, "%.400s", dlerror());
+        return;
+    }
+    CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
+    CUresult (*get)(CUdevice *, int) = (CUresult(*)(CUdevice *, int))dlsym(h, "cuDeviceGet");
+    CUresult (*name)(char *, int, CUdevice) =
+        (CUresult(*)(char *, int, CUdevice))dlsym(h, "cuDeviceGetName");
+    CUresult (*total)(size_t *, CUdevice) =
+        (CUresult(*)(size_t *, CUdevice))dlsym(h, "cuDeviceTotalMem_v2");
+    CUdevice dev;
+    CUresult rc;
+    if (!init || !get || !name || !total) {
+        snprintf(why, whylen, "%.300s lacks the CUDA driver entry points", lib);
+    } else if ((rc = init(0)) != CUDA_SUCCESS) {
+        snprintf(why, whylen, "cuInit failed with CUDA error %d (is /dev/nvidia* accessible?)", rc);
+    } else if ((rc = get(&dev, device)) != CUDA_SUCCESS) {
+        snprintf(why, whylen, "GPU %d not found (CUDA error %d)", device, rc);
+    } else if (name(g->name, sizeof g->name, dev) == CUDA_SUCCESS &&
+               total(&g->total, dev) == CUDA_SUCCESS) {
+        g->ok = 1;
+    }
+    /* Not closed: unloading a driver library mid-process is not safe. */
+}
+
+/* The probe runs in a child: the parent then holds no driver state while the
+ * workload runs (a parent that called cuInit changes what the workload's
+ * start-up costs, and measurements must not carry that). */
+static void probe_gpu_isolated(const char *lib, int device, struct gpu_facts *g, char *why,
+                               size_t whylen)
+{
+    int pfd[2];
+    if (pipe(pfd) != 0) {
+        probe_gpu(lib, device, g, why, whylen);
+        return;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        probe_gpu(lib, device, g, why, whylen);
+        return;
+    }
+    struct probe_msg {
+        struct gpu_facts g;
+        char why[512];
+    } msg;
+    if (pid == 0) {
+        close(pfd[0]);
+        memset(&msg, 0, sizeof msg);
+        probe_gpu(lib, device, &msg.g, msg.why, sizeof msg.why);
+        ssize_t w = write(pfd[1], &msg, sizeof msg);
+        _exit(w == (ssize_t)sizeof msg ? 0 : 1);
+    }
+    close(pfd[1]);
+    memset(&msg, 0, sizeof msg);
+    size_t got = 0;
+    while (got < sizeof msg) {
+        ssize_t r = read(pfd[0], (char *)&msg + got, sizeof msg - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(pfd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    if (got != sizeof msg) {
+        snprintf(why, whylen, "the GPU probe process died (status %d)", st);
+        return;
+    }
+    msg.g.name[sizeof msg.g.name - 1] = '\0';
+    msg.why[sizeof msg.why - 1] = '\0';
+    *g = msg.g;
+    snprintf(why, whylen, "%s", msg.why);
+}
+
+static pid_t child_pid;
+static void forward(int sig)
+{
+    if (child_pid > 0)
+        kill(child_pid, sig);
+}
+
+static void default_state_root(char *out, size_t len)
+{
+    const char *x = getenv("XDG_RUNTIME_DIR");
+    if (x && *x)
+        snprintf(out, len, "%s/gpuslice", x);
+    else if (geteuid() == 0)
+        snprintf(out, len, "/run/gpuslice-run");
+    else
+        snprintf(out, len, "/tmp/gpuslice-%ld", (long)geteuid());
+}
+
+static void prepend_env(const char *name, const char *value, char sep)
+{
+    const char *old = getenv(name);
+    if (!old || !*old) {
+        setenv(name, value, 1);
+        return;
+    }
+    size_t n = strlen(value) + strlen(old) + 2;
+    char *v = malloc(n);
+    if (!v)
+        return;
+    snprintf(v, n, "%s%c%s", value, sep, old);
+    setenv(name, v, 1);
+    free(v);
+}
 
 int gs_cmd_run(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "gpuslice run: not built yet (issue 3)\n");
-    return 2;
+    static const struct option opts[] = {
+        {"memory", required_argument, 0, 'm'}, {"compute", required_argument, 0, 'c'},
+        {"hard-cap", no_argument, 0, 'H'},     {"critical", no_argument, 0, 'C'},
+        {"simulated", no_argument, 0, 'S'},    {"state-root", required_argument, 0, 'r'},
+        {"keep-state", no_argument, 0, 'k'},   {"device", required_argument, 0, 'd'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+    };
+    struct gs_limits lim;
+    gs_limits_defaults(&lim);
+    int simulated = 0, keep = 0, device = 0, have_mem = 0, have_cpu = 0;
+    char root[PATH_MAX] = "";
+    gs_error err = {0};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+m:c:hS", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            if (gs_quantity_parse_bytes(optarg, &lim.memory, &err) < 0 || lim.memory == 0) {
+                fprintf(stderr, "gpuslice run: --memory: %s\n",
+                        lim.memory == 0 && !err.msg[0] ? "must be above 0" : err.msg);
+                return 2;
+            }
+            have_mem = 1;
+            break;
+        case 'c': {
+            unsigned p;
+            if (gs_quantity_parse_percent(optarg, &p, &err) < 0) {
+                fprintf(stderr, "gpuslice run: --compute: %s\n", err.msg);
+                return 2;
+            }
+            lim.compute = p;
+            have_cpu = 1;
+            break;
+        }
+        case 'H': lim.compute_mode = GS_COMPUTE_CAP; break;
+        case 'C': lim.priority = GS_PRIO_CRITICAL; break;
+        case 'S': simulated = 1; break;
+        case 'r': snprintf(root, sizeof root, "%s", optarg); break;
+        case 'k': keep = 1; break;
+        case 'd': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 0 || v > 63) {
+                fprintf(stderr, "gpuslice run: --device '%s' is not a GPU index (0-63)\n", optarg);
+                return 2;
+            }
+            device = (int)v;
+            break;
+        }
+        case 'h': run_usage(stdout); return 0;
+        default: run_usage(stderr); return 2;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "gpuslice run: no command given\n\n");
+        run_usage(stderr);
+        return 2;
+    }
+    if (!have_mem && !have_cpu) {
+        fprintf(stderr, "gpuslice run: give --memory and/or --compute: a slice needs a limit\n");
+        return 2;
+    }
+    if (lim.compute_mode == GS_COMPUTE_CAP && !have_cpu) {
+        fprintf(stderr, "gpuslice run: --hard-cap needs --compute N\n");
+        return 2;
+    }
+
+    char lib[PATH_MAX];
+    static const char *const lib_rel[] = {"libgpuslice.so", "../lib/gpuslice/libgpuslice.so",
+                                          "/usr/local/lib/gpuslice/libgpuslice.so"};
+    if (find_file(lib, sizeof lib, "GPUSLICE_INTERPOSER", lib_rel, 3) < 0) {
+        fprintf(stderr,
+                "gpuslice run: libgpuslice.so not found next to the gpuslice binary or in "
+                "/usr/local/lib/gpuslice (set GPUSLICE_INTERPOSER=/path/to/libgpuslice.so)\n");
+        return 3;
+    }
+    char driver[PATH_MAX] = "libcuda.so.1";
+    if (simulated) {
+        static const char *const sim_rel[] = {"sim/libcuda.so.1",
+                                              "../lib/gpuslice/sim/libcuda.so.1"};
+        if (find_file(driver, sizeof driver, NULL, sim_rel, 2) < 0) {
+            fprintf(stderr, "gpuslice run: the simulated GPU (sim/libcuda.so.1) is not built next "
+                            "to gpuslice: run 'make' first\n");
+            return 3;
+        }
+        lim.simulated = 1;
+    }
+    struct gpu_facts gpu = {0};
+    char why[512] = "";
+    probe_gpu_isolated(driver, device, &gpu, why, sizeof why);
+    if (!gpu.ok) {
+        if (simulated)
+            fprintf(stderr, "gpuslice run: the simulated GPU failed: %s\n", why);
+        else
+            fprintf(stderr,
+                    "gpuslice run: no usable CUDA driver: %s.\n"
+                    "  The driver is found as the CUDA runtime finds it: libcuda.so.1 through the\n"
+                    "  library search path (check 'ldconfig -p | grep libcuda', LD_LIBRARY_PATH).\n"
+                    "  Install the NVIDIA driver, or add --simulated to try gpuslice on the "
+                    "simulated GPU.\n",
+                    why);
+        return 3;
+    }
+    snprintf(lim.device, sizeof lim.device, "%d", device);
+    snprintf(lim.slice_id, sizeof lim.slice_id, "run-%ld", (long)getpid());
+    if (!root[0])
+        default_state_root(root, sizeof root);
+    struct gs_slice_paths paths;
+    if (gs_slice_prepare(root, lim.slice_id, &lim, &paths, &err) < 0) {
+        fprintf(stderr, "gpuslice run: %s\n", err.msg);
+        return 3;
+    }
+
+    char mem_s[32], tot_s[32];
+    gs_quantity_format_bytes(lim.memory, mem_s, sizeof mem_s);
+    gs_quantity_format_bytes(gpu.total, tot_s, sizeof tot_s);
+    fprintf(stderr, "gpuslice run: slice %s on %s%s (%s)\n", lim.slice_id,
+            simulated ? "SIMULATED GPU " : "GPU ", gpu.name, tot_s);
+    if (have_mem)
+        fprintf(stderr,
+                "  memory : %s for the application's allocations; the CUDA context's own memory\n"
+                "           (~0.5 GiB per process on an H200) is outside the slice\n",
+                mem_s);
+    if (have_mem && lim.memory > gpu.total)
+        fprintf(stderr,
+                "  warning: the slice is larger than the GPU (%s): the GPU runs out first\n",
+                tot_s);
+    if (have_cpu)
+        fprintf(stderr, "  compute: %llu%% %s%s\n", (unsigned long long)lim.compute,
+                lim.compute_mode == GS_COMPUTE_CAP
+                    ? "hard cap (never above)"
+                    : "share (guaranteed under contention, uses idle time)",
+                lim.priority == GS_PRIO_CRITICAL ? ", latency-critical" : "");
+    fprintf(stderr, "  state  : %s\n", paths.dir);
+    fflush(stderr);
+
+    child_pid = fork();
+    if (child_pid < 0) {
+        fprintf(stderr, "gpuslice run: fork failed: %s\n", strerror(errno));
+        gs_slice_remove(root, lim.slice_id, NULL);
+        return 3;
+    }
+    if (child_pid == 0) {
+        prepend_env("LD_PRELOAD", lib, ':');
+        setenv("GPUSLICE_STATE_DIR", paths.dir, 1);
+        setenv("GPUSLICE_SLICE_ID", lim.slice_id, 1);
+        if (simulated) {
+            char simdir[PATH_MAX];
+            snprintf(simdir, sizeof simdir, "%s", driver);
+            *strrchr(simdir, '/') = '\0';
+            prepend_env("LD_LIBRARY_PATH", simdir, ':');
+            setenv("GS_FAKE_BANNER", "1", 0);
+        }
+        execvp(argv[optind], argv + optind);
+        fprintf(stderr, "gpuslice run: cannot run '%s': %s\n", argv[optind], strerror(errno));
+        _exit(127);
+    }
+    struct sigaction sa = {0};
+    sa.sa_handler = forward;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    int status = 0;
+    while (waitpid(child_pid, &status, 0) < 0 && errno == EINTR)
+        ;
+
+    struct gs_ledger *l;
+    if (gs_ledger_open(paths.ledger, 0, &l, &err) == 0) {
+        uint64_t peak = 0, ooms = 0, allocs = 0, launches = 0;
+        int procs = 0;
+        for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
+            struct gs_ledger_slot *s = &l->slots[i];
+            if (!atomic_load(&s->starttime) && !atomic_load(&s->allocs) && !atomic_load(&s->ctx_ns))
+                continue;
+            procs++;
+            uint64_t p = atomic_load(&s->peak);
+            peak = p > peak ? p : peak;
+            ooms += atomic_load(&s->ooms);
+            allocs += atomic_load(&s->allocs);
+            launches += atomic_load(&s->launches);
+        }
+        char peak_s[32];
+        gs_quantity_format_bytes(peak, peak_s, sizeof peak_s);
+        fprintf(stderr,
+                "gpuslice run: %d process(es) used CUDA; largest per-process peak %s; %llu "
+                "allocations, %llu refused by the cap; %llu launches%s\n",
+                procs, peak_s, (unsigned long long)allocs, (unsigned long long)ooms,
+                (unsigned long long)launches,
+                procs == 0 ? " (the command never used CUDA: CPU fallback?)" : "");
+        gs_ledger_close(l);
+    }
+    if (!keep)
+        gs_slice_remove(root, lim.slice_id, NULL);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }

@@ -60,8 +60,9 @@ static int set_one(const struct gs_cfg_entry *e, void *obj, const char *value, g
         if (rc < 0)
             return gs_error_wrap(err, "setting '%s'", e->name);
         if (v < e->min || (e->max && v > e->max))
-            return gs_error_set(err, GS_ERANGE, "setting '%s' = '%s' is outside its bounds (%llu..%llu bytes)",
-                                e->name, value, (unsigned long long)e->min, (unsigned long long)e->max);
+            return gs_error_set(
+                err, GS_ERANGE, "setting '%s' = '%s' is outside its bounds (%llu..%llu bytes)",
+                e->name, value, (unsigned long long)e->min, (unsigned long long)e->max);
         memcpy(field, &v, sizeof v);
         return GS_OK;
     }
@@ -75,22 +76,26 @@ static int set_one(const struct gs_cfg_entry *e, void *obj, const char *value, g
     case GS_CFG_UINT: {
         uint64_t v;
         if (parse_uint(value, &v) < 0)
-            return gs_error_set(err, GS_EINVAL, "setting '%s' = '%s' is not a whole number", e->name, value);
+            return gs_error_set(err, GS_EINVAL, "setting '%s' = '%s' is not a whole number",
+                                e->name, value);
         if (v < e->min || v > e->max)
-            return gs_error_set(err, GS_ERANGE, "setting '%s' = %llu is outside %llu..%llu", e->name,
-                                (unsigned long long)v, (unsigned long long)e->min,
+            return gs_error_set(err, GS_ERANGE, "setting '%s' = %llu is outside %llu..%llu",
+                                e->name, (unsigned long long)v, (unsigned long long)e->min,
                                 (unsigned long long)e->max);
         memcpy(field, &v, sizeof v);
         return GS_OK;
     }
     case GS_CFG_BOOL: {
         int v;
-        if (!strcasecmp(value, "true") || !strcmp(value, "1") || !strcasecmp(value, "yes") || !strcasecmp(value, "on"))
+        if (!strcasecmp(value, "true") || !strcmp(value, "1") || !strcasecmp(value, "yes") ||
+            !strcasecmp(value, "on"))
             v = 1;
-        else if (!strcasecmp(value, "false") || !strcmp(value, "0") || !strcasecmp(value, "no") || !strcasecmp(value, "off"))
+        else if (!strcasecmp(value, "false") || !strcmp(value, "0") || !strcasecmp(value, "no") ||
+                 !strcasecmp(value, "off"))
             v = 0;
         else
-            return gs_error_set(err, GS_EINVAL, "setting '%s' = '%s' is not true or false", e->name, value);
+            return gs_error_set(err, GS_EINVAL, "setting '%s' = '%s' is not true or false", e->name,
+                                value);
         memcpy(field, &v, sizeof v);
         return GS_OK;
     }
@@ -105,8 +110,8 @@ static int set_one(const struct gs_cfg_entry *e, void *obj, const char *value, g
     case GS_CFG_ENUM: {
         int idx = enum_index(e->choices, value);
         if (idx < 0)
-            return gs_error_set(err, GS_EINVAL, "setting '%s' = '%s' is not one of %s", e->name, value,
-                                e->choices);
+            return gs_error_set(err, GS_EINVAL, "setting '%s' = '%s' is not one of %s", e->name,
+                                value, e->choices);
         memcpy(field, &idx, sizeof idx);
         return GS_OK;
     }
@@ -169,8 +174,8 @@ int gs_config_parse_text(const struct gs_cfg_entry *tab, size_t n, void *obj, co
             continue;
         char *eq = strchr(t, '=');
         if (!eq) {
-            rc = gs_error_set(err, GS_EINVAL, "%s line %d: expected 'key = value', got '%s'", origin,
-                              line_no, t);
+            rc = gs_error_set(err, GS_EINVAL, "%s line %d: expected 'key = value', got '%s'",
+                              origin, line_no, t);
             break;
         }
         *eq = '\0';
@@ -215,14 +220,16 @@ int gs_config_load_file(const struct gs_cfg_entry *tab, size_t n, void *obj, con
         if (len > MAX) {
             free(buf);
             close(fd);
-            return gs_error_set(err, GS_ERANGE, "%s is larger than 64 KiB; is it the right file?", path);
+            return gs_error_set(err, GS_ERANGE, "%s is larger than 64 KiB; is it the right file?",
+                                path);
         }
     }
     close(fd);
     buf[len] = '\0';
     if (memchr(buf, '\0', len)) {
         free(buf);
-        return gs_error_set(err, GS_EINVAL, "%s contains a NUL byte; it is not a text config file", path);
+        return gs_error_set(err, GS_EINVAL, "%s contains a NUL byte; it is not a text config file",
+                            path);
     }
     int rc = gs_config_parse_text(tab, n, obj, buf, path, err);
     free(buf);

@@ -12,115 +12,115 @@
 #ifndef GS_CUDA_HOOKS_H
 #define GS_CUDA_HOOKS_H
 
-#define GS_CU_ALLOC_HOOKS(X)                                                                       \
-    X(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))                      \
-    X(cuMemAllocPitch_v2,                                                                          \
-      (CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,                    \
-       unsigned int ElementSizeBytes),                                                             \
-      (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))                                      \
-    X(cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags),                \
-      (dptr, bytesize, flags))                                                                     \
-    X(cuMemFree_v2, (CUdeviceptr dptr), (dptr))                                                    \
-    X(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),                    \
-      (dptr, bytesize, hStream))                                                                   \
-    X(cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),               \
-      (dptr, bytesize, hStream))                                                                   \
-    X(cuMemAllocFromPoolAsync,                                                                     \
-      (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                  \
-      (dptr, bytesize, pool, hStream))                                                             \
-    X(cuMemAllocFromPoolAsync_ptsz,                                                                \
-      (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                  \
-      (dptr, bytesize, pool, hStream))                                                             \
-    X(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                       \
-    X(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                  \
-    X(cuMemCreate,                                                                                 \
-      (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop,        \
-       unsigned long long flags),                                                                  \
-      (handle, size, prop, flags))                                                                 \
-    X(cuMemRelease, (CUmemGenericAllocationHandle handle), (handle))                               \
-    X(cuMemMap,                                                                                    \
-      (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,           \
-       unsigned long long flags),                                                                  \
-      (ptr, size, offset, handle, flags))                                                          \
-    X(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))                                     \
-    X(cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray),          \
-      (pHandle, pAllocateArray))                                                                   \
-    X(cuArray3DCreate_v2, (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray),      \
-      (pHandle, pAllocateArray))                                                                   \
-    X(cuArrayDestroy, (CUarray hArray), (hArray))                                                  \
-    X(cuMipmappedArrayCreate,                                                                      \
-      (CUmipmappedArray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,             \
-       unsigned int numMipmapLevels),                                                              \
-      (pHandle, pMipmappedArrayDesc, numMipmapLevels))                                             \
-    X(cuMipmappedArrayDestroy, (CUmipmappedArray hMipmappedArray), (hMipmappedArray))              \
-    X(cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags))     \
-    X(cuMemAllocHost_v2, (void **pp, size_t bytesize), (pp, bytesize))                             \
-    X(cuMemFreeHost, (void *p), (p))                                                               \
-    X(cuMemHostRegister_v2, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags))  \
-    X(cuMemHostUnregister, (void *p), (p))                                                         \
-    X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total))                             \
+#define GS_CU_ALLOC_HOOKS(X)                                                                      \
+    X(cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize))                     \
+    X(cuMemAllocPitch_v2,                                                                         \
+      (CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,                   \
+       unsigned int ElementSizeBytes),                                                            \
+      (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))                                     \
+    X(cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags),               \
+      (dptr, bytesize, flags))                                                                    \
+    X(cuMemFree_v2, (CUdeviceptr dptr), (dptr))                                                   \
+    X(cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),                   \
+      (dptr, bytesize, hStream))                                                                  \
+    X(cuMemAllocAsync_ptsz, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),              \
+      (dptr, bytesize, hStream))                                                                  \
+    X(cuMemAllocFromPoolAsync,                                                                    \
+      (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                 \
+      (dptr, bytesize, pool, hStream))                                                            \
+    X(cuMemAllocFromPoolAsync_ptsz,                                                               \
+      (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),                 \
+      (dptr, bytesize, pool, hStream))                                                            \
+    X(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                      \
+    X(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                 \
+    X(cuMemCreate,                                                                                \
+      (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop,       \
+       unsigned long long flags),                                                                 \
+      (handle, size, prop, flags))                                                                \
+    X(cuMemRelease, (CUmemGenericAllocationHandle handle), (handle))                              \
+    X(cuMemMap,                                                                                   \
+      (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,          \
+       unsigned long long flags),                                                                 \
+      (ptr, size, offset, handle, flags))                                                         \
+    X(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))                                    \
+    X(cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray),         \
+      (pHandle, pAllocateArray))                                                                  \
+    X(cuArray3DCreate_v2, (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray),     \
+      (pHandle, pAllocateArray))                                                                  \
+    X(cuArrayDestroy, (CUarray hArray), (hArray))                                                 \
+    X(cuMipmappedArrayCreate,                                                                     \
+      (CUmipmappedArray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,            \
+       unsigned int numMipmapLevels),                                                             \
+      (pHandle, pMipmappedArrayDesc, numMipmapLevels))                                            \
+    X(cuMipmappedArrayDestroy, (CUmipmappedArray hMipmappedArray), (hMipmappedArray))             \
+    X(cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags), (pp, bytesize, Flags))    \
+    X(cuMemAllocHost_v2, (void **pp, size_t bytesize), (pp, bytesize))                            \
+    X(cuMemFreeHost, (void *p), (p))                                                              \
+    X(cuMemHostRegister_v2, (void *p, size_t bytesize, unsigned int Flags), (p, bytesize, Flags)) \
+    X(cuMemHostUnregister, (void *p), (p))                                                        \
+    X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total))                            \
     X(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev), (bytes, dev))
 
-#define GS_CU_LAUNCH_HOOKS(X)                                                                      \
-    X(cuLaunchKernel,                                                                              \
-      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,          \
-       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                     \
-       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),          \
-      (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,  \
-       kernelParams, extra))                                                                       \
-    X(cuLaunchKernel_ptsz,                                                                         \
-      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,          \
-       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                     \
-       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),          \
-      (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,  \
-       kernelParams, extra))                                                                       \
-    X(cuLaunchKernelEx,                                                                            \
-      (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),             \
-      (config, f, kernelParams, extra))                                                            \
-    X(cuLaunchKernelEx_ptsz,                                                                       \
-      (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),             \
-      (config, f, kernelParams, extra))                                                            \
-    X(cuLaunchCooperativeKernel,                                                                   \
-      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,          \
-       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                     \
-       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams),                        \
-      (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,  \
-       kernelParams))                                                                              \
-    X(cuLaunchCooperativeKernel_ptsz,                                                              \
-      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,          \
-       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                     \
-       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams),                        \
-      (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,  \
-       kernelParams))                                                                              \
-    X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))            \
+#define GS_CU_LAUNCH_HOOKS(X)                                                                     \
+    X(cuLaunchKernel,                                                                             \
+      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),         \
+      (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, \
+       kernelParams, extra))                                                                      \
+    X(cuLaunchKernel_ptsz,                                                                        \
+      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),         \
+      (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, \
+       kernelParams, extra))                                                                      \
+    X(cuLaunchKernelEx,                                                                           \
+      (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),            \
+      (config, f, kernelParams, extra))                                                           \
+    X(cuLaunchKernelEx_ptsz,                                                                      \
+      (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),            \
+      (config, f, kernelParams, extra))                                                           \
+    X(cuLaunchCooperativeKernel,                                                                  \
+      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams),                       \
+      (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, \
+       kernelParams))                                                                             \
+    X(cuLaunchCooperativeKernel_ptsz,                                                             \
+      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,         \
+       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
+       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams),                       \
+      (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, \
+       kernelParams))                                                                             \
+    X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))           \
     X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
 
 /* All hooked driver entry points. */
 #define GS_CU_HOOKS(X) GS_CU_ALLOC_HOOKS(X) GS_CU_LAUNCH_HOOKS(X)
 
 /* Entry points the interposer and fake driver need but do not hook. */
-#define GS_CU_HELPERS(X)                                                                           \
-    X(cuInit, (unsigned int Flags), (Flags))                                                       \
-    X(cuDriverGetVersion, (int *driverVersion), (driverVersion))                                   \
-    X(cuDeviceGetCount, (int *count), (count))                                                     \
-    X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                            \
-    X(cuDeviceGetName, (char *name, int len, CUdevice dev), (name, len, dev))                      \
-    X(cuDeviceGetAttribute, (int *pi, int attrib, CUdevice dev), (pi, attrib, dev))                \
-    X(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev), (pctx, dev))                     \
-    X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev))                                         \
-    X(cuCtxSetCurrent, (CUcontext ctx), (ctx))                                                     \
-    X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                                 \
-    X(cuCtxSynchronize, (void), ())                                                                \
-    X(cuStreamSynchronize, (CUstream hStream), (hStream))                                          \
-    X(cuStreamQuery, (CUstream hStream), (hStream))                                                \
-    X(cuMemAddressReserve,                                                                         \
-      (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,                         \
-       unsigned long long flags),                                                                  \
-      (ptr, size, alignment, addr, flags))                                                         \
-    X(cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))                               \
-    X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))         \
-    X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))         \
-    X(cuMemPoolGetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value))      \
+#define GS_CU_HELPERS(X)                                                                      \
+    X(cuInit, (unsigned int Flags), (Flags))                                                  \
+    X(cuDriverGetVersion, (int *driverVersion), (driverVersion))                              \
+    X(cuDeviceGetCount, (int *count), (count))                                                \
+    X(cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                       \
+    X(cuDeviceGetName, (char *name, int len, CUdevice dev), (name, len, dev))                 \
+    X(cuDeviceGetAttribute, (int *pi, int attrib, CUdevice dev), (pi, attrib, dev))           \
+    X(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev), (pctx, dev))                \
+    X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev))                                    \
+    X(cuCtxSetCurrent, (CUcontext ctx), (ctx))                                                \
+    X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                            \
+    X(cuCtxSynchronize, (void), ())                                                           \
+    X(cuStreamSynchronize, (CUstream hStream), (hStream))                                     \
+    X(cuStreamQuery, (CUstream hStream), (hStream))                                           \
+    X(cuMemAddressReserve,                                                                    \
+      (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,                    \
+       unsigned long long flags),                                                             \
+      (ptr, size, alignment, addr, flags))                                                    \
+    X(cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))                          \
+    X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))    \
+    X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))    \
+    X(cuMemPoolGetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value)) \
     X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr))
 
 #endif

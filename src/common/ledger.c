@@ -18,8 +18,9 @@ int gs_ledger_create(const char *path, gs_error *err)
         return gs_error_set(err, GS_ERANGE, "ledger path '%s' is too long", path);
     int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0)
-        return gs_error_set(err, GS_EIO, "cannot create ledger %s: %s (is the state directory writable?)",
-                            tmp, strerror(errno));
+        return gs_error_set(err, GS_EIO,
+                            "cannot create ledger %s: %s (is the state directory writable?)", tmp,
+                            strerror(errno));
     (void)fchmod(fd, 0666); /* umask must not keep the tenant's user out */
     struct gs_ledger *l = calloc(1, sizeof *l);
     if (!l) {
@@ -79,11 +80,12 @@ int gs_ledger_open(const char *path, int writable, struct gs_ledger **out, gs_er
     struct gs_ledger *l = m;
     if (memcmp(l->magic, GS_LEDGER_MAGIC_TEXT, 8) != 0 || l->version != GS_LEDGER_VERSION ||
         l->size != sizeof *l || l->nslots != GS_LEDGER_SLOTS) {
+        uint32_t version = l->version;
         munmap(m, sizeof *l);
         return gs_error_set(err, GS_EPROTO,
                             "ledger %s has a wrong magic, version or size (version %u, want %u): "
                             "recreate the slice with this gpuslice version",
-                            path, l->version, GS_LEDGER_VERSION);
+                            path, version, GS_LEDGER_VERSION);
     }
     *out = l;
     return GS_OK;
@@ -187,8 +189,7 @@ uint64_t gs_ledger_proc_starttime(int32_t pid)
     char *p = strrchr(buf, ')');
     if (!p)
         return 0;
-    p++;
-    /* field 3 (state) is the first after ')'; starttime is field 22 */
+    /* p is at ')'; the space after it starts field 3 (state); starttime is field 22 */
     for (int field = 2; field < 22 && p; field++) {
         p = strchr(p + 1, ' ');
     }
@@ -197,16 +198,41 @@ uint64_t gs_ledger_proc_starttime(int32_t pid)
     return strtoull(p + 1, NULL, 10);
 }
 
+/* /proc describes our pid namespace only when /proc/self/stat names our
+ * own pid; in some sandboxes it does not, and then it is no evidence. */
+static int proc_is_ours(void)
+{
+    static int cached = -1;
+    if (cached >= 0)
+        return cached;
+    char buf[64] = {0};
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    cached = n > 0 && strtol(buf, NULL, 10) == (long)getpid();
+    return cached;
+}
+
+/* Start times in clock ticks (normally 10 ms). A reused pid starts much
+ * later than the process it replaces; some kernels and sandboxes report a
+ * start time that wobbles by a tick or two, which must not count as death. */
+#define STARTTIME_SLACK_TICKS 100
+
 int gs_ledger_pid_alive(int32_t pid, uint64_t starttime)
 {
     if (pid <= 0)
         return 0;
+    if (pid == (int32_t)getpid())
+        return 1; /* we are evidently alive */
     if (kill(pid, 0) != 0 && errno == ESRCH)
         return 0;
+    if (!proc_is_ours())
+        return 1;
     if (starttime) {
         uint64_t now = gs_ledger_proc_starttime(pid);
-        /* A zombie or a reused pid has another start time (or none readable). */
-        if (now && now != starttime)
+        if (now &&
+            (now > starttime + STARTTIME_SLACK_TICKS || now + STARTTIME_SLACK_TICKS < starttime))
             return 0;
     }
     char path[64], buf[512];

@@ -29,7 +29,7 @@
 #define GS_LEDGER_REAP_INTERVAL_NS (50ull * 1000 * 1000)
 
 struct gs_ledger_slot {
-    _Atomic int32_t pid;        /* owner, 0 = free */
+    _Atomic int32_t pid; /* owner, 0 = free */
     uint32_t pad0;
     _Atomic uint64_t starttime; /* owner's start time (clock ticks since boot), against pid reuse */
     _Atomic uint64_t used;      /* device bytes this process holds, charged against the cap */
@@ -41,10 +41,10 @@ struct gs_ledger_slot {
 };
 
 struct gs_ledger {
-    char magic[8];               /* "GSLEDGER" */
-    uint32_t version;            /* GS_LEDGER_VERSION */
-    uint32_t size;               /* sizeof(struct gs_ledger) */
-    uint32_t nslots;             /* GS_LEDGER_SLOTS */
+    char magic[8];    /* "GSLEDGER" */
+    uint32_t version; /* GS_LEDGER_VERSION */
+    uint32_t size;    /* sizeof(struct gs_ledger) */
+    uint32_t nslots;  /* GS_LEDGER_SLOTS */
     uint32_t pad0;
     _Atomic uint64_t last_reap_ns; /* CLOCK_MONOTONIC ns of the last reap pass */
     _Atomic uint64_t first_ctx_ns; /* first CUDA use by any process (REALTIME ns), 0 = never */

@@ -11,15 +11,24 @@
 #define F(field) offsetof(struct gs_limits, field)
 
 const struct gs_cfg_entry gs_limits_table[] = {
-    {"version", GS_CFG_UINT, F(version), 1, GS_LIMITS_VERSION, "1", NULL, "limits file format version"},
-    {"memory", GS_CFG_UINT, F(memory), 0, UINT64_MAX, "0", NULL, "device memory the application may allocate, bytes (0 = uncapped)"},
-    {"compute", GS_CFG_UINT, F(compute), 0, 100, "0", NULL, "compute share, percent of one GPU (0 = uncontrolled)"},
-    {"compute_mode", GS_CFG_ENUM, F(compute_mode), 0, 0, "share", "share|cap", "share: guaranteed, work-conserving; cap: never above"},
-    {"priority", GS_CFG_ENUM, F(priority), 0, 0, "best-effort", "best-effort|critical", "scheduling class"},
-    {"context_reserve", GS_CFG_UINT, F(context_reserve), 0, UINT64_MAX, "0", NULL, "device memory reserved outside the slice for the CUDA context, bytes"},
-    {"simulated", GS_CFG_BOOL, F(simulated), 0, 0, "false", NULL, "slice lives on the simulated GPU"},
-    {"device", GS_CFG_STRING, F(device), 0, sizeof(((struct gs_limits *)0)->device), "", NULL, "GPU UUID or index"},
-    {"slice_id", GS_CFG_STRING, F(slice_id), 0, sizeof(((struct gs_limits *)0)->slice_id), "", NULL, "allocation id"},
+    {"version", GS_CFG_UINT, F(version), 1, GS_LIMITS_VERSION, "1", NULL,
+     "limits file format version"},
+    {"memory", GS_CFG_UINT, F(memory), 0, UINT64_MAX, "0", NULL,
+     "device memory the application may allocate, bytes (0 = uncapped)"},
+    {"compute", GS_CFG_UINT, F(compute), 0, 100, "0", NULL,
+     "compute share, percent of one GPU (0 = uncontrolled)"},
+    {"compute_mode", GS_CFG_ENUM, F(compute_mode), 0, 0, "share", "share|cap",
+     "share: guaranteed, work-conserving; cap: never above"},
+    {"priority", GS_CFG_ENUM, F(priority), 0, 0, "best-effort", "best-effort|critical",
+     "scheduling class"},
+    {"context_reserve", GS_CFG_UINT, F(context_reserve), 0, UINT64_MAX, "0", NULL,
+     "device memory reserved outside the slice for the CUDA context, bytes"},
+    {"simulated", GS_CFG_BOOL, F(simulated), 0, 0, "false", NULL,
+     "slice lives on the simulated GPU"},
+    {"device", GS_CFG_STRING, F(device), 0, sizeof(((struct gs_limits *)0)->device), "", NULL,
+     "GPU UUID or index"},
+    {"slice_id", GS_CFG_STRING, F(slice_id), 0, sizeof(((struct gs_limits *)0)->slice_id), "", NULL,
+     "allocation id"},
 };
 const size_t gs_limits_table_len = GS_CFG_N(gs_limits_table);
 

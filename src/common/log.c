@@ -31,9 +31,18 @@ void gs_log_init(const char *component)
         log_level = lvl;
 }
 
-void gs_log_set_fd(int fd) { log_fd = fd; }
-void gs_log_set_level(enum gs_log_level level) { log_level = (int)level; }
-int gs_log_enabled(enum gs_log_level level) { return (int)level <= log_level; }
+void gs_log_set_fd(int fd)
+{
+    log_fd = fd;
+}
+void gs_log_set_level(enum gs_log_level level)
+{
+    log_level = (int)level;
+}
+int gs_log_enabled(enum gs_log_level level)
+{
+    return (int)level <= log_level;
+}
 
 void gs_log(enum gs_log_level level, const char *fmt, ...)
 {

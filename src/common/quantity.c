@@ -10,13 +10,14 @@ struct suffix {
 
 /* Longest spellings first so "Gi" is not taken for "G". */
 static const struct suffix suffixes[] = {
-    {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
-    {"PiB", 1ull << 50}, {"Ki", 1ull << 10},  {"Mi", 1ull << 20},  {"Gi", 1ull << 30},
-    {"Ti", 1ull << 40},  {"Pi", 1ull << 50},  {"KB", 1000ull},     {"kB", 1000ull},
-    {"MB", 1000000ull},  {"GB", 1000000000ull}, {"TB", 1000000000000ull},
-    {"PB", 1000000000000000ull}, {"k", 1000ull}, {"K", 1000ull}, {"M", 1000000ull},
-    {"G", 1000000000ull}, {"T", 1000000000000ull}, {"P", 1000000000000000ull}, {"B", 1ull},
-    {"", 1ull},
+    {"KiB", 1ull << 10},         {"MiB", 1ull << 20},   {"GiB", 1ull << 30},
+    {"TiB", 1ull << 40},         {"PiB", 1ull << 50},   {"Ki", 1ull << 10},
+    {"Mi", 1ull << 20},          {"Gi", 1ull << 30},    {"Ti", 1ull << 40},
+    {"Pi", 1ull << 50},          {"KB", 1000ull},       {"kB", 1000ull},
+    {"MB", 1000000ull},          {"GB", 1000000000ull}, {"TB", 1000000000000ull},
+    {"PB", 1000000000000000ull}, {"k", 1000ull},        {"K", 1000ull},
+    {"M", 1000000ull},           {"G", 1000000000ull},  {"T", 1000000000000ull},
+    {"P", 1000000000000000ull},  {"B", 1ull},           {"", 1ull},
 };
 
 #define EXAMPLE "write it like 512Mi, 2Gi, 1.5GiB or 4G"
@@ -59,7 +60,8 @@ int gs_quantity_parse_bytes(const char *s, uint64_t *out, gs_error *err)
                                 s);
     }
     if (digits == 0 && frac_digits == 0)
-        return gs_error_set(err, GS_EINVAL, "memory quantity '%s' does not start with a number: " EXAMPLE, s);
+        return gs_error_set(err, GS_EINVAL,
+                            "memory quantity '%s' does not start with a number: " EXAMPLE, s);
     const struct suffix *sfx = NULL;
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
         if (strcmp(p, suffixes[i].name) == 0) {
@@ -75,7 +77,8 @@ int gs_quantity_parse_bytes(const char *s, uint64_t *out, gs_error *err)
     uint64_t v = whole * sfx->mult;
     if (frac) {
         /* frac/frac_scale * mult, rounded up; mult <= 2^53 and frac_scale <= 10^9,
-         * so split to avoid overflow: (mult / scale) * frac + ceil((mult % scale) * frac / scale) */
+         * so split to avoid overflow: (mult / scale) * frac + ceil((mult % scale) * frac / scale)
+         */
         uint64_t q = sfx->mult / frac_scale, r = sfx->mult % frac_scale;
         unsigned __int128 part = (unsigned __int128)q * frac +
                                  ((unsigned __int128)r * frac + frac_scale - 1) / frac_scale;
@@ -90,25 +93,31 @@ int gs_quantity_parse_bytes(const char *s, uint64_t *out, gs_error *err)
 int gs_quantity_parse_percent(const char *s, unsigned *out, gs_error *err)
 {
     if (!s || !*s)
-        return gs_error_set(err, GS_EINVAL, "compute share is empty: write a percent from 1 to 100, like 30%%");
+        return gs_error_set(err, GS_EINVAL,
+                            "compute share is empty: write a percent from 1 to 100, like 30%%");
     const char *p = s;
     unsigned v = 0;
     int digits = 0;
     while (*p >= '0' && *p <= '9') {
         v = v * 10 + (unsigned)(*p - '0');
         if (v > 1000)
-            return gs_error_set(err, GS_ERANGE, "compute share '%s' is above 100%%: write a percent from 1 to 100", s);
+            return gs_error_set(err, GS_ERANGE,
+                                "compute share '%s' is above 100%%: write a percent from 1 to 100",
+                                s);
         digits++;
         p++;
     }
     if (*p == '%')
         p++;
     if (digits == 0 || *p != '\0')
-        return gs_error_set(err, GS_EINVAL,
-                            "compute share '%s' is not a whole percent: write a percent from 1 to 100, like 30%%", s);
+        return gs_error_set(
+            err, GS_EINVAL,
+            "compute share '%s' is not a whole percent: write a percent from 1 to 100, like 30%%",
+            s);
     if (v < 1 || v > 100)
         return gs_error_set(err, GS_ERANGE,
-                            "compute share '%s' is outside 1..100: write a percent from 1 to 100", s);
+                            "compute share '%s' is outside 1..100: write a percent from 1 to 100",
+                            s);
     *out = v;
     return GS_OK;
 }

@@ -20,9 +20,9 @@ int gs_slice_id_valid(const char *id, gs_error *err)
         char c = id[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '.' || c == '_' || c == '-'))
-            return gs_error_set(err, GS_EINVAL,
-                                "slice id '%s' has character '%c': use letters, digits, '.', '_' or '-'",
-                                id, c);
+            return gs_error_set(
+                err, GS_EINVAL,
+                "slice id '%s' has character '%c': use letters, digits, '.', '_' or '-'", id, c);
     }
     return GS_OK;
 }

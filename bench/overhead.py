@@ -1,0 +1,46 @@
+"""Native vs gpuslice, side by side in one run (issue 3, point 3).
+
+  python3 bench/overhead.py --bin /tmp/overhead --gpuslice build-minimal/gpuslice --reps 12
+
+Alternates fresh processes: native, gpuslice with an enforcing slice, and
+LD_PRELOAD with no slice (pass-through); reports medians and ratios.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--bin", required=True)
+ap.add_argument("--gpuslice", required=True)
+ap.add_argument("--reps", type=int, default=12)
+ap.add_argument("--out")
+args = ap.parse_args()
+lib = os.path.join(os.path.dirname(os.path.abspath(args.gpuslice)), "libgpuslice.so")
+variants = {
+    "native": [args.bin],
+    "gpuslice": [args.gpuslice, "run", "--memory", "100Gi", "--", args.bin],
+    "passthrough": ["env", f"LD_PRELOAD={lib}", args.bin],
+}
+runs = {k: [] for k in variants}
+for _ in range(args.reps):
+    for k, cmd in variants.items():
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        line = [l for l in out.stdout.splitlines() if l.startswith("{")]
+        if not line:
+            raise SystemExit(f"{k} failed: {out.stderr[-500:]}")
+        runs[k].append(json.loads(line[-1]))
+summary = {}
+for k, rs in runs.items():
+    summary[k] = {m: statistics.median(r[m] for r in rs) for m in ("startup_ms", "launch_us", "alloc_pair_us")}
+n = summary["native"]
+for k in ("gpuslice", "passthrough"):
+    s = summary[k]
+    s["launch_delta_us"] = s["launch_us"] - n["launch_us"]
+    s["alloc_pair_ratio"] = s["alloc_pair_us"] / n["alloc_pair_us"]
+    s["startup_delta_ms"] = s["startup_ms"] - n["startup_ms"]
+res = {"reps": args.reps, "summary": summary, "runs": runs}
+print(json.dumps(summary, indent=1))
+if args.out:
+    json.dump(res, open(args.out, "w"), indent=1)

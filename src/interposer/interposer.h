@@ -1,0 +1,98 @@
+/* libgpuslice.so internals. Global state lives here only (STYLE.md habit 5):
+ * initialised once with pthread_once, read with plain loads afterwards. */
+#ifndef GS_INTERPOSER_H
+#define GS_INTERPOSER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/gs_cuda.h"
+#include "common/gs_cuda_hooks.h"
+#include "common/ledger.h"
+#include "common/limits.h"
+#include "interposer/ptrmap.h"
+
+#define GS_API __attribute__((visibility("default")))
+#define GS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* One enum value per hooked driver entry point, from the one list. */
+enum gs_hook_id {
+#define GS_ENUM(name, params, args) GS_HOOK_##name,
+    GS_CU_HOOKS(GS_ENUM) GS_CU_HELPERS(GS_ENUM)
+#undef GS_ENUM
+        GS_HOOK_cuGetProcAddress,
+    GS_HOOK_cuGetProcAddress_v2,
+    GS_HOOK_COUNT
+};
+/* Hooks we export (the rest of the table are helpers we only call). */
+#define GS_HOOK_EXPORTED(id)                                      \
+    ((id) < GS_HOOK_cuInit || (id) == GS_HOOK_cuGetProcAddress || \
+     (id) == GS_HOOK_cuGetProcAddress_v2)
+
+/* Typed pointers to the real driver's functions. */
+struct gs_real {
+#define GS_PTR(name, params, args) CUresult(*name) params;
+    GS_CU_HOOKS(GS_PTR)
+    GS_CU_HELPERS(GS_PTR)
+#undef GS_PTR
+    CUresult (*cuGetProcAddress)(const char *, void **, int, cuuint64_t);
+    CUresult (*cuGetProcAddress_v2)(const char *, void **, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult *);
+};
+
+struct gs_state {
+    int ready;   /* init finished */
+    int enforce; /* a limits file was found: account and enforce */
+    int have_cuda;
+    uint64_t cap; /* memory cap in bytes; UINT64_MAX = uncapped */
+    struct gs_limits limits;
+    struct gs_ledger *ledger; /* shared, or a private one when none could be mapped */
+    int ledger_shared;
+    _Atomic int slot; /* our slot in the ledger, -1 until claimed */
+    _Atomic int oom_logged;
+    _Atomic int integrated; /* -1 unknown, 0 discrete, 1 unified memory */
+    void *libcuda;
+    struct gs_real real;
+    void *real_addr[GS_HOOK_COUNT]; /* the same pointers, untyped, for address matching */
+    struct gs_ptrmap allocs;        /* device pointer -> charged bytes */
+    struct gs_ptrmap vmm;           /* cuMemCreate handle -> struct gs_vmm_handle * */
+    struct gs_ptrmap maps;          /* mapped address -> struct gs_vmm_map * */
+    struct gs_ptrmap arrays;        /* CUarray / CUmipmappedArray -> charged bytes */
+    struct gs_ptrmap host;          /* pinned host pointer -> charged bytes (unified memory only) */
+    char source[320];               /* where the limits came from, for logs */
+};
+
+/* Our exported wrappers, declared from the same list. */
+#define GS_DECL(name, params, args) GS_API CUresult name params;
+GS_CU_HOOKS(GS_DECL)
+#undef GS_DECL
+GS_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+GS_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                    cuuint64_t flags, CUdriverProcAddressQueryResult *status);
+
+extern struct gs_state gs_g;
+extern const char *const gs_hook_names[GS_HOOK_COUNT];
+extern void *const gs_hook_wrappers[GS_HOOK_COUNT];
+
+void gs_init(void);
+static inline void gs_ensure_init(void)
+{
+    if (GS_UNLIKELY(!__atomic_load_n(&gs_g.ready, __ATOMIC_ACQUIRE)))
+        gs_init();
+}
+
+/* Memory accounting (memory.c). */
+int gs_mem_charge(uint64_t bytes, const char *what);
+void gs_mem_uncharge(uint64_t bytes);
+int gs_slot(void);
+void gs_note_use(void);
+/* Maps a real driver function address to our wrapper, or returns it unchanged. */
+void *gs_wrap_address(void *real);
+int gs_streq(const char *a, const char *b);
+/* Real dlsym, never our own. */
+void *gs_real_dlsym(void *handle, const char *name);
+/* Resets per-process state in a forked child. */
+void gs_mem_after_fork(void);
+
+#endif

@@ -1,0 +1,642 @@
+/* Memory hooks: every allocation path charges the slice's ledger before the
+ * driver is asked, and uncharges exactly what it charged when the memory is
+ * freed. Over the cap the caller gets CUDA_ERROR_OUT_OF_MEMORY, the code
+ * every framework already handles (PyTorch raises torch.OutOfMemoryError
+ * only for it: specs/cuda-interposition.md §2). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/quantity.h"
+#include "interposer/interposer.h"
+
+#define MiB (1ull << 20)
+
+/* What the driver really takes: large allocations come in 2 MiB pages
+ * (measured: VMM granularity on H200 is 2 MiB; cudaMalloc rounds likewise),
+ * small ones are sub-allocated. Charging the rounded size keeps the sum of
+ * what the GPU sees within the slice. */
+static uint64_t charge_size(uint64_t bytes)
+{
+    if (bytes >= MiB)
+        return (bytes + 2 * MiB - 1) & ~(2 * MiB - 1);
+    return (bytes + 511) & ~511ull;
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts); /* vDSO: no system call */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int gs_slot(void)
+{
+    int s = atomic_load_explicit(&gs_g.slot, memory_order_acquire);
+    if (GS_LIKELY(s >= 0))
+        return s;
+    if (!gs_g.ledger)
+        return -1;
+    /* Slow path, once per process (and once more after fork). */
+    int32_t pid = (int32_t)getpid();
+    gs_ledger_maybe_reap(gs_g.ledger, now_ns(CLOCK_MONOTONIC) + GS_LEDGER_REAP_INTERVAL_NS * 2,
+                         NULL);
+    int got = gs_ledger_claim(gs_g.ledger, pid, gs_ledger_proc_starttime(pid));
+    if (got < 0) {
+        gs_ledger_reap(gs_g.ledger, NULL);
+        got = gs_ledger_claim(gs_g.ledger, pid, gs_ledger_proc_starttime(pid));
+    }
+    if (got < 0) {
+        GS_LOGE("slice ledger has no free slot (%d processes use this slice); "
+                "this process's allocations are refused",
+                GS_LEDGER_SLOTS);
+        return -1;
+    }
+    int expect = -1;
+    if (!atomic_compare_exchange_strong(&gs_g.slot, &expect, got)) {
+        /* Another thread of ours claimed first: give ours back. */
+        atomic_store(&gs_g.ledger->slots[got].pid, 0);
+        return expect;
+    }
+    return got;
+}
+
+void gs_note_use(void)
+{
+    int s = gs_slot();
+    if (s < 0)
+        return;
+    struct gs_ledger_slot *sl = &gs_g.ledger->slots[s];
+    if (GS_LIKELY(atomic_load_explicit(&sl->ctx_ns, memory_order_relaxed)))
+        return;
+    uint64_t t = now_ns(CLOCK_REALTIME);
+    atomic_store(&sl->ctx_ns, t);
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong(&gs_g.ledger->first_ctx_ns, &zero, t);
+}
+
+static void note_activity(void)
+{
+    uint64_t t = now_ns(CLOCK_REALTIME_COARSE);
+    uint64_t last = atomic_load_explicit(&gs_g.ledger->last_use_ns, memory_order_relaxed);
+    /* One shared write per second at most: the line is not bounced per call. */
+    if (t - last > 1000000000ull)
+        atomic_store_explicit(&gs_g.ledger->last_use_ns, t, memory_order_relaxed);
+}
+
+static void log_oom_once(uint64_t asked, const char *what)
+{
+    if (atomic_exchange(&gs_g.oom_logged, 1))
+        return;
+    char a[32], c[32], u[32];
+    gs_quantity_format_bytes(asked, a, sizeof a);
+    gs_quantity_format_bytes(gs_g.cap, c, sizeof c);
+    gs_quantity_format_bytes(gs_ledger_used(gs_g.ledger), u, sizeof u);
+    GS_LOGW("memory cap of slice '%s' reached: %s asked %s, slice %s, in use %s by %d process(es); "
+            "returning CUDA_ERROR_OUT_OF_MEMORY to this caller (logged once per process)",
+            gs_g.limits.slice_id, what, a, c, u, gs_ledger_procs(gs_g.ledger));
+}
+
+int gs_mem_charge(uint64_t bytes, const char *what)
+{
+    int s = gs_slot();
+    if (s < 0)
+        return -1;
+    note_activity();
+    if (GS_LIKELY(gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0))
+        return 0;
+    /* Over the cap: first make sure no dead process's bytes are in the way
+     * (a SIGKILLed tenant's memory is free on the GPU already). */
+    int reaped = gs_ledger_reap(gs_g.ledger, NULL);
+    if (reaped > 0) {
+        GS_LOGD("reclaimed %d ledger slot(s) of processes that are gone", reaped);
+        if (gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
+            return 0;
+    }
+    /* Racing allocators can both fail the optimistic check: retry a few
+     * times when the cap would fit us without the others' in-flight claims. */
+    for (int i = 0; i < 3; i++) {
+        if (gs_ledger_used(gs_g.ledger) + bytes > gs_g.cap)
+            break;
+        sched_yield();
+        if (gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
+            return 0;
+    }
+    log_oom_once(bytes, what);
+    return -1;
+}
+
+void gs_mem_uncharge(uint64_t bytes)
+{
+    int s = atomic_load_explicit(&gs_g.slot, memory_order_acquire);
+    if (s >= 0 && bytes)
+        gs_ledger_uncharge(gs_g.ledger, s, bytes);
+}
+
+void gs_mem_after_fork(void)
+{
+    /* The child owns none of the parent's device memory and must not write
+     * the parent's slot: it claims its own on first use, with empty tables. */
+    atomic_store(&gs_g.slot, -1);
+    atomic_store(&gs_g.oom_logged, 0);
+    if (!gs_g.enforce)
+        return;
+    struct gs_ptrmap *maps[] = {&gs_g.allocs, &gs_g.vmm, &gs_g.maps, &gs_g.arrays, &gs_g.host};
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) {
+        size_t cap = maps[i]->mask + 1;
+        gs_ptrmap_free(maps[i]);
+        gs_ptrmap_init(maps[i], cap);
+    }
+}
+
+#define ENFORCING() (gs_ensure_init(), gs_g.enforce)
+#define REAL(name) (gs_g.real.name ? gs_g.real.name : NULL)
+#define CALL_REAL(name, args) (REAL(name) ? gs_g.real.name args : CUDA_ERROR_NOT_SUPPORTED)
+
+/* ---- plain, managed and stream-ordered allocations ---------------------- */
+
+static CUresult charged_alloc(CUresult (*fn)(void *ctx), void *ctx, CUdeviceptr *dptr,
+                              uint64_t bytes, const char *what)
+{
+    uint64_t c = charge_size(bytes);
+    if (gs_mem_charge(c, what) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = fn(ctx);
+    if (rc != CUDA_SUCCESS || !dptr) {
+        gs_mem_uncharge(c);
+        return rc;
+    }
+    gs_note_use();
+    if (gs_ptrmap_put(&gs_g.allocs, *dptr, c) < 0) {
+        /* Cannot remember it, so cannot uncharge it later: give it back now
+         * rather than leak the charge forever. */
+        gs_mem_uncharge(c);
+        GS_LOGW("allocation table full; allocation at %#llx is not counted", *dptr);
+    }
+    return rc;
+}
+
+struct alloc_args {
+    CUdeviceptr *dptr;
+    size_t bytes;
+    unsigned flags;
+    CUstream stream;
+    CUmemoryPool pool;
+    int which;
+};
+
+enum { A_PLAIN, A_MANAGED, A_ASYNC, A_ASYNC_PTSZ, A_POOL, A_POOL_PTSZ };
+
+static CUresult do_alloc(void *p)
+{
+    struct alloc_args *a = p;
+    switch (a->which) {
+    case A_PLAIN: return CALL_REAL(cuMemAlloc_v2, (a->dptr, a->bytes));
+    case A_MANAGED: return CALL_REAL(cuMemAllocManaged, (a->dptr, a->bytes, a->flags));
+    case A_ASYNC: return CALL_REAL(cuMemAllocAsync, (a->dptr, a->bytes, a->stream));
+    case A_ASYNC_PTSZ: return CALL_REAL(cuMemAllocAsync_ptsz, (a->dptr, a->bytes, a->stream));
+    case A_POOL: return CALL_REAL(cuMemAllocFromPoolAsync, (a->dptr, a->bytes, a->pool, a->stream));
+    case A_POOL_PTSZ:
+        return CALL_REAL(cuMemAllocFromPoolAsync_ptsz, (a->dptr, a->bytes, a->pool, a->stream));
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+GS_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemAlloc_v2, (dptr, bytesize));
+    struct alloc_args a = {.dptr = dptr, .bytes = bytesize, .which = A_PLAIN};
+    return charged_alloc(do_alloc, &a, dptr, bytesize, "cuMemAlloc");
+}
+
+GS_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemAllocManaged, (dptr, bytesize, flags));
+    /* Managed memory can be oversubscribed, but counting it keeps the
+     * promise to the other tenants: it lands on this GPU when touched. */
+    struct alloc_args a = {.dptr = dptr, .bytes = bytesize, .flags = flags, .which = A_MANAGED};
+    return charged_alloc(do_alloc, &a, dptr, bytesize, "cuMemAllocManaged");
+}
+
+#define ASYNC_ALLOC(name, which_)                                                 \
+    GS_API CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)    \
+    {                                                                             \
+        if (!ENFORCING())                                                         \
+            return CALL_REAL(name, (dptr, bytesize, hStream));                    \
+        struct alloc_args a = {                                                   \
+            .dptr = dptr, .bytes = bytesize, .stream = hStream, .which = which_}; \
+        return charged_alloc(do_alloc, &a, dptr, bytesize, #name);                \
+    }
+ASYNC_ALLOC(cuMemAllocAsync, A_ASYNC)
+ASYNC_ALLOC(cuMemAllocAsync_ptsz, A_ASYNC_PTSZ)
+
+#define POOL_ALLOC(name, which_)                                                                  \
+    GS_API CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) \
+    {                                                                                             \
+        if (!ENFORCING())                                                                         \
+            return CALL_REAL(name, (dptr, bytesize, pool, hStream));                              \
+        struct alloc_args a = {                                                                   \
+            .dptr = dptr, .bytes = bytesize, .pool = pool, .stream = hStream, .which = which_};   \
+        return charged_alloc(do_alloc, &a, dptr, bytesize, #name);                                \
+    }
+POOL_ALLOC(cuMemAllocFromPoolAsync, A_POOL)
+POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, A_POOL_PTSZ)
+
+GS_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                   size_t Height, unsigned int ElementSizeBytes)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemAllocPitch_v2,
+                         (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+    /* The pitch is known only afterwards: charge the usual 512-byte pitch
+     * first, then settle on what the driver chose. */
+    uint64_t est = charge_size((uint64_t)((WidthInBytes + 511) & ~(size_t)511) * Height);
+    if (gs_mem_charge(est, "cuMemAllocPitch") < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc =
+        CALL_REAL(cuMemAllocPitch_v2, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+    if (rc != CUDA_SUCCESS) {
+        gs_mem_uncharge(est);
+        return rc;
+    }
+    uint64_t real = charge_size((uint64_t)*pPitch * Height);
+    int s = gs_slot();
+    if (real > est && s >= 0)
+        atomic_fetch_add(&gs_g.ledger->slots[s].used, real - est);
+    else if (real < est)
+        gs_mem_uncharge(est - real);
+    gs_note_use();
+    if (gs_ptrmap_put(&gs_g.allocs, *dptr, real) < 0)
+        gs_mem_uncharge(real);
+    return rc;
+}
+
+static void uncharge_ptr(CUdeviceptr p)
+{
+    uint64_t c;
+    if (gs_ptrmap_take(&gs_g.allocs, p, &c))
+        gs_mem_uncharge(c);
+}
+
+GS_API CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemFree_v2, (dptr));
+    CUresult rc = CALL_REAL(cuMemFree_v2, (dptr));
+    if (rc == CUDA_SUCCESS)
+        uncharge_ptr(dptr);
+    return rc;
+}
+
+/* Stream-ordered frees give the memory back to the pool at the next sync;
+ * we uncharge at the call: the bytes are reusable by this process from then. */
+GS_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemFreeAsync, (dptr, hStream));
+    CUresult rc = CALL_REAL(cuMemFreeAsync, (dptr, hStream));
+    if (rc == CUDA_SUCCESS)
+        uncharge_ptr(dptr);
+    return rc;
+}
+
+GS_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemFreeAsync_ptsz, (dptr, hStream));
+    CUresult rc = CALL_REAL(cuMemFreeAsync_ptsz, (dptr, hStream));
+    if (rc == CUDA_SUCCESS)
+        uncharge_ptr(dptr);
+    return rc;
+}
+
+/* ---- VMM: cuMemCreate / cuMemMap / cuMemUnmap / cuMemRelease ------------ */
+
+/* Physical memory is freed only after cuMemRelease AND the last unmap
+ * (cuda.h), and PyTorch releases right after mapping: track both. */
+struct gs_vmm_handle {
+    uint64_t bytes;
+    _Atomic uint64_t state; /* (mappings << 1) | released */
+};
+struct gs_vmm_map {
+    CUmemGenericAllocationHandle handle;
+    uint64_t size;
+};
+
+static void vmm_drop(CUmemGenericAllocationHandle h, uint64_t delta_state)
+{
+    uint64_t v;
+    if (!gs_ptrmap_get(&gs_g.vmm, h, &v))
+        return;
+    struct gs_vmm_handle *vh = (struct gs_vmm_handle *)(uintptr_t)v;
+    uint64_t now;
+    if (delta_state == 1)
+        now = atomic_fetch_or(&vh->state, 1) | 1;
+    else
+        now = atomic_fetch_sub(&vh->state, 2) - 2;
+    if (now == 1 && gs_ptrmap_take(&gs_g.vmm, h, &v)) {
+        gs_mem_uncharge(vh->bytes);
+        free(vh);
+    }
+}
+
+GS_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                            const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    if (!ENFORCING() || !prop || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CALL_REAL(cuMemCreate, (handle, size, prop, flags)); /* host memory: not ours */
+    struct gs_vmm_handle *vh = malloc(sizeof *vh);
+    if (!vh)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (gs_mem_charge(size, "cuMemCreate") < 0) {
+        free(vh);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult rc = CALL_REAL(cuMemCreate, (handle, size, prop, flags));
+    if (rc != CUDA_SUCCESS || !handle) {
+        gs_mem_uncharge(size);
+        free(vh);
+        return rc;
+    }
+    gs_note_use();
+    vh->bytes = size;
+    atomic_init(&vh->state, 0);
+    if (gs_ptrmap_put(&gs_g.vmm, *handle, (uint64_t)(uintptr_t)vh) < 0) {
+        gs_mem_uncharge(size);
+        free(vh);
+    }
+    return rc;
+}
+
+GS_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemRelease, (handle));
+    CUresult rc = CALL_REAL(cuMemRelease, (handle));
+    if (rc == CUDA_SUCCESS)
+        vmm_drop(handle, 1);
+    return rc;
+}
+
+GS_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemMap, (ptr, size, offset, handle, flags));
+    uint64_t v;
+    if (!gs_ptrmap_get(&gs_g.vmm, handle, &v)) /* imported or host handle: not charged here */
+        return CALL_REAL(cuMemMap, (ptr, size, offset, handle, flags));
+    struct gs_vmm_handle *vh = (struct gs_vmm_handle *)(uintptr_t)v;
+    struct gs_vmm_map *m = malloc(sizeof *m);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    atomic_fetch_add(&vh->state, 2); /* before the call: a racing release must see the map */
+    CUresult rc = CALL_REAL(cuMemMap, (ptr, size, offset, handle, flags));
+    if (rc != CUDA_SUCCESS) {
+        free(m);
+        vmm_drop(handle, 2);
+        return rc;
+    }
+    m->handle = handle;
+    m->size = size;
+    if (gs_ptrmap_put(&gs_g.maps, ptr, (uint64_t)(uintptr_t)m) < 0)
+        free(m); /* the handle then stays charged until the process ends: safe side */
+    return rc;
+}
+
+GS_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemUnmap, (ptr, size));
+    CUresult rc = CALL_REAL(cuMemUnmap, (ptr, size));
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    /* One unmap may cover several mappings laid side by side. */
+    CUdeviceptr p = ptr, end = ptr + size;
+    while (p < end) {
+        uint64_t v;
+        if (!gs_ptrmap_take(&gs_g.maps, p, &v))
+            break;
+        struct gs_vmm_map *m = (struct gs_vmm_map *)(uintptr_t)v;
+        uint64_t step = m->size ? m->size : size;
+        vmm_drop(m->handle, 2);
+        free(m);
+        p += step;
+    }
+    return rc;
+}
+
+/* ---- arrays -------------------------------------------------------------- */
+
+static uint64_t format_bytes(int fmt)
+{
+    switch (fmt) {
+    case 0x01:
+    case 0x08: return 1;
+    case 0x02:
+    case 0x09:
+    case 0x10: return 2;
+    case 0x03:
+    case 0x0a:
+    case 0x20: return 4;
+    default: return 4; /* packed, BC and YUV formats: at most 4 bytes per element here */
+    }
+}
+
+static uint64_t array_bytes(uint64_t w, uint64_t h, uint64_t d, int fmt, unsigned ch)
+{
+    uint64_t b = w * (h ? h : 1);
+    b *= d ? d : 1;
+    b *= format_bytes(fmt) * (ch ? ch : 1);
+    return charge_size(b);
+}
+
+static CUresult array_done(CUresult rc, uint64_t key, uint64_t bytes)
+{
+    if (rc != CUDA_SUCCESS) {
+        gs_mem_uncharge(bytes);
+        return rc;
+    }
+    gs_note_use();
+    if (gs_ptrmap_put(&gs_g.arrays, key, bytes) < 0)
+        gs_mem_uncharge(bytes);
+    return rc;
+}
+
+GS_API CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+    if (!ENFORCING() || !d || !pHandle)
+        return CALL_REAL(cuArrayCreate_v2, (pHandle, d));
+    uint64_t b = array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
+    if (gs_mem_charge(b, "cuArrayCreate") < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = CALL_REAL(cuArrayCreate_v2, (pHandle, d));
+    return array_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0, b);
+}
+
+GS_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    if (!ENFORCING() || !d || !pHandle)
+        return CALL_REAL(cuArray3DCreate_v2, (pHandle, d));
+    uint64_t b = array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
+    if (gs_mem_charge(b, "cuArray3DCreate") < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = CALL_REAL(cuArray3DCreate_v2, (pHandle, d));
+    return array_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0, b);
+}
+
+GS_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d,
+                                       unsigned int levels)
+{
+    if (!ENFORCING() || !d || !pHandle)
+        return CALL_REAL(cuMipmappedArrayCreate, (pHandle, d, levels));
+    uint64_t b = 0, w = d->Width, h = d->Height, z = d->Depth;
+    for (unsigned i = 0; i < (levels ? levels : 1) && i < 32; i++) {
+        b += array_bytes(w, h, z, d->Format, d->NumChannels);
+        w = w > 1 ? w / 2 : 1;
+        h = h > 1 ? h / 2 : h;
+        z = z > 1 ? z / 2 : z;
+    }
+    if (gs_mem_charge(b, "cuMipmappedArrayCreate") < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = CALL_REAL(cuMipmappedArrayCreate, (pHandle, d, levels));
+    return array_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0, b);
+}
+
+static CUresult array_free(CUresult rc, uint64_t key)
+{
+    uint64_t b;
+    if (rc == CUDA_SUCCESS && gs_ptrmap_take(&gs_g.arrays, key, &b))
+        gs_mem_uncharge(b);
+    return rc;
+}
+
+GS_API CUresult cuArrayDestroy(CUarray hArray)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuArrayDestroy, (hArray));
+    return array_free(CALL_REAL(cuArrayDestroy, (hArray)), (uint64_t)(uintptr_t)hArray);
+}
+
+GS_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMipmappedArrayDestroy, (h));
+    return array_free(CALL_REAL(cuMipmappedArrayDestroy, (h)), (uint64_t)(uintptr_t)h);
+}
+
+/* ---- pinned host memory: device memory on unified-memory boards --------- */
+
+static int unified(void)
+{
+    int u = atomic_load_explicit(&gs_g.integrated, memory_order_relaxed);
+    if (GS_LIKELY(u >= 0))
+        return u;
+    int v = 0;
+    CUdevice dev = 0;
+    if (REAL(cuDeviceGet) && REAL(cuDeviceGetAttribute) && gs_g.real.cuDeviceGet(&dev, 0) == 0 &&
+        gs_g.real.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_INTEGRATED, dev) == 0) {
+        atomic_store(&gs_g.integrated, v ? 1 : 0);
+        return v ? 1 : 0;
+    }
+    return 0; /* unknown yet (before cuInit): treat as discrete, ask again next time */
+}
+
+static CUresult host_done(CUresult rc, uint64_t key, uint64_t bytes)
+{
+    if (rc != CUDA_SUCCESS) {
+        gs_mem_uncharge(bytes);
+        return rc;
+    }
+    if (gs_ptrmap_put(&gs_g.host, key, bytes) < 0)
+        gs_mem_uncharge(bytes);
+    return rc;
+}
+
+GS_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    if (!ENFORCING() || !unified() || !pp)
+        return CALL_REAL(cuMemHostAlloc, (pp, bytesize, Flags));
+    uint64_t c = charge_size(bytesize);
+    if (gs_mem_charge(c, "cuMemHostAlloc") < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = CALL_REAL(cuMemHostAlloc, (pp, bytesize, Flags));
+    return host_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, c);
+}
+
+GS_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    if (!ENFORCING() || !unified() || !pp)
+        return CALL_REAL(cuMemAllocHost_v2, (pp, bytesize));
+    uint64_t c = charge_size(bytesize);
+    if (gs_mem_charge(c, "cuMemAllocHost") < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = CALL_REAL(cuMemAllocHost_v2, (pp, bytesize));
+    return host_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, c);
+}
+
+GS_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    if (!ENFORCING() || !unified())
+        return CALL_REAL(cuMemHostRegister_v2, (p, bytesize, Flags));
+    uint64_t c = charge_size(bytesize);
+    if (gs_mem_charge(c, "cuMemHostRegister") < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = CALL_REAL(cuMemHostRegister_v2, (p, bytesize, Flags));
+    return host_done(rc, (uint64_t)(uintptr_t)p, c);
+}
+
+static CUresult host_free(CUresult rc, void *p)
+{
+    uint64_t b;
+    if (rc == CUDA_SUCCESS && gs_ptrmap_take(&gs_g.host, (uint64_t)(uintptr_t)p, &b))
+        gs_mem_uncharge(b);
+    return rc;
+}
+
+GS_API CUresult cuMemFreeHost(void *p)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemFreeHost, (p));
+    return host_free(CALL_REAL(cuMemFreeHost, (p)), p);
+}
+
+GS_API CUresult cuMemHostUnregister(void *p)
+{
+    if (!ENFORCING())
+        return CALL_REAL(cuMemHostUnregister, (p));
+    return host_free(CALL_REAL(cuMemHostUnregister, (p)), p);
+}
+
+/* ---- queries report the slice ------------------------------------------- */
+
+GS_API CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
+{
+    gs_ensure_init();
+    CUresult rc = CALL_REAL(cuMemGetInfo_v2, (free_b, total));
+    if (rc != CUDA_SUCCESS || !ENFORCING() || gs_g.cap == UINT64_MAX || !free_b || !total)
+        return rc;
+    gs_note_use();
+    uint64_t used = gs_g.ledger ? gs_ledger_used(gs_g.ledger) : 0;
+    uint64_t left = used >= gs_g.cap ? 0 : gs_g.cap - used; /* never an underflowed number */
+    if (*total > gs_g.cap)
+        *total = (size_t)gs_g.cap;
+    if (*free_b > left)
+        *free_b = (size_t)left;
+    return rc;
+}
+
+GS_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    gs_ensure_init();
+    CUresult rc = CALL_REAL(cuDeviceTotalMem_v2, (bytes, dev));
+    if (rc == CUDA_SUCCESS && ENFORCING() && bytes && gs_g.cap != UINT64_MAX && *bytes > gs_g.cap)
+        *bytes = (size_t)gs_g.cap;
+    return rc;
+}

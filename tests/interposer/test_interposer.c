@@ -1,0 +1,429 @@
+/* libgpuslice.so against the fake driver: every allocation path, all three
+ * ways of reaching the driver, many threads and processes, SIGKILL at any
+ * instant, hostile limits. Each case runs gs-worker under LD_PRELOAD and
+ * checks what it printed and what the shared ledger says. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/ledger.h"
+#include "common/slice.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+static char build_dir[PATH_MAX], root[PATH_MAX];
+static int slice_no;
+
+static const char *const ways[] = {"direct", "dlsym", "procaddr", "procaddr4"};
+
+struct slice {
+    char id[64];
+    struct gs_slice_paths p;
+};
+
+static void mkslice(struct slice *s, uint64_t cap)
+{
+    struct gs_limits l;
+    gs_limits_defaults(&l);
+    l.memory = cap;
+    snprintf(s->id, sizeof s->id, "t%d", ++slice_no);
+    snprintf(l.slice_id, sizeof l.slice_id, "%s", s->id);
+    gs_error err;
+    if (gs_slice_prepare(root, s->id, &l, &s->p, &err) < 0)
+        fail_msg("slice: %s", err.msg);
+}
+
+/* Starts gs-worker with the slice (NULL = no slice); returns pid, stdout fd. */
+static pid_t spawn(const struct slice *s, const char *extra_env, int *out_fd,
+                   const char *const *args)
+{
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(pfd[1], 1);
+        close(pfd[0]);
+        close(pfd[1]);
+        char lib[PATH_MAX + 32], sim[PATH_MAX + 32], worker[PATH_MAX + 32];
+        snprintf(lib, sizeof lib, "%s/libgpuslice.so", build_dir);
+        snprintf(sim, sizeof sim, "%s/sim", build_dir);
+        snprintf(worker, sizeof worker, "%s/tests/gs-worker", build_dir);
+        setenv("LD_PRELOAD", lib, 1);
+        setenv("LD_LIBRARY_PATH", sim, 1);
+        setenv("GS_FAKE_MEM", "16Gi", 1);
+        if (s)
+            setenv("GPUSLICE_STATE_DIR", s->p.dir, 1);
+        else
+            unsetenv("GPUSLICE_STATE_DIR");
+        if (extra_env) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", extra_env);
+            char *eq = strchr(buf, '=');
+            *eq = '\0';
+            setenv(buf, eq + 1, 1);
+        }
+        const char *argv[12] = {worker};
+        for (int i = 0; args[i] && i < 10; i++)
+            argv[i + 1] = args[i];
+        execv(worker, (char *const *)argv);
+        _exit(127);
+    }
+    close(pfd[1]);
+    *out_fd = pfd[0];
+    return pid;
+}
+
+/* Runs gs-worker to the end; returns its stdout (static buffer). */
+static const char *run(const struct slice *s, const char *extra_env, const char *const *args)
+{
+    static char out[65536];
+    int fd;
+    pid_t pid = spawn(s, extra_env, &fd, args);
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fd, out + len, sizeof out - 1 - len)) > 0)
+        len += (size_t)n;
+    out[len] = '\0';
+    close(fd);
+    int st;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("gs-worker %s %s failed (status %d): %s", args[0], args[1], st, out);
+    return out;
+}
+
+static long field(const char *out, const char *key)
+{
+    const char *p = strstr(out, key);
+    if (!p)
+        fail_msg("no '%s' in output: %s", key, out);
+    return strtol(p + strlen(key), NULL, 10);
+}
+
+static struct gs_ledger *ledger(const struct slice *s)
+{
+    struct gs_ledger *l;
+    gs_error err;
+    if (gs_ledger_open(s->p.ledger, 1, &l, &err) < 0)
+        fail_msg("%s", err.msg);
+    return l;
+}
+
+/* Bytes left in slots, dead owners included (what a crash would leave). */
+static uint64_t slot_bytes(struct gs_ledger *l)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < GS_LEDGER_SLOTS; i++)
+        if (atomic_load(&l->slots[i].pid) > 0)
+            sum += atomic_load(&l->slots[i].used);
+    return sum;
+}
+
+static void test_passthrough_without_slice(void **st)
+{
+    (void)st;
+    for (size_t w = 0; w < 4; w++) {
+        const char *args[] = {ways[w], "until-oom", "1073741824", NULL};
+        const char *out = run(NULL, NULL, args);
+        /* The fake GPU has 16 GiB and no cap applies. */
+        assert_int_equal(field(out, "allocated "), 16);
+        assert_int_equal(field(out, "total="), 16 * GiB);
+    }
+}
+
+static void test_cap_every_way(void **st)
+{
+    (void)st;
+    for (size_t w = 0; w < 4; w++) {
+        struct slice s;
+        mkslice(&s, 4 * GiB);
+        const char *args[] = {ways[w], "until-oom", "268435456", NULL};
+        const char *out = run(&s, NULL, args);
+        assert_int_equal(field(out, "allocated "), 16);  /* exactly 4 GiB of 256 MiB */
+        assert_int_equal(field(out, " rc="), 2);         /* CUDA_ERROR_OUT_OF_MEMORY */
+        assert_int_equal(field(out, "total="), 4 * GiB); /* cuMemGetInfo shows the slice */
+        assert_int_equal(field(out, "free="), 0);
+        assert_int_equal(field(out, "devtotal="), 4 * GiB);
+        struct gs_ledger *l = ledger(&s);
+        uint64_t peak = 0;
+        for (int i = 0; i < GS_LEDGER_SLOTS; i++)
+            peak = atomic_load(&l->slots[i].peak) > peak ? atomic_load(&l->slots[i].peak) : peak;
+        assert_int_equal(peak, 4 * GiB);
+        gs_ledger_close(l);
+    }
+}
+
+static void test_wrappers_answer_every_way(void **st)
+{
+    (void)st;
+    for (size_t w = 0; w < 4; w++) {
+        struct slice s;
+        mkslice(&s, GiB);
+        const char *args[] = {ways[w], "whoami", NULL};
+        const char *out = run(&s, NULL, args);
+        const char *hooked[] = {
+            "cuMemAlloc_v2 libgpuslice.so",        "cuMemCreate libgpuslice.so",
+            "cuLaunchKernel libgpuslice.so",       "cuLaunchKernel_ptsz libgpuslice.so",
+            "cuMemAllocAsync_ptsz libgpuslice.so", "cuGraphLaunch libgpuslice.so",
+            "cuMemGetInfo_v2 libgpuslice.so",      "cuInit libcuda.so.1"};
+        for (size_t i = 0; i < 8; i++)
+            if (!strstr(out, hooked[i]))
+                fail_msg("way %s: expected '%s' in:\n%s", ways[w], hooked[i], out);
+    }
+}
+
+static void test_every_path_charges_and_frees(void **st)
+{
+    (void)st;
+    for (size_t w = 0; w < 4; w++) {
+        struct slice s;
+        mkslice(&s, GiB);
+        const char *args[] = {ways[w], "paths", "67108864", NULL};
+        const char *out = run(&s, "GS_FAKE_UNIFIED=1", args);
+        if (strstr(out, "rc=2") || strstr(out, "rc=1 "))
+            fail_msg("a path failed under a 1 GiB cap: %s", out);
+        struct gs_ledger *l = ledger(&s);
+        uint64_t allocs = 0, used = 0, peak = 0;
+        for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
+            allocs += atomic_load(&l->slots[i].allocs);
+            used += atomic_load(&l->slots[i].used);
+            peak = atomic_load(&l->slots[i].peak) > peak ? atomic_load(&l->slots[i].peak) : peak;
+        }
+        /* alloc pitch managed async async_ptsz pool vmm array array3d mipmap + 3 host (unified) */
+        assert_int_equal(allocs, 13);
+        assert_int_equal(used, 0); /* everything freed was uncharged exactly */
+        assert_true(peak >= 64 * MiB && peak <= 66 * MiB);
+        gs_ledger_close(l);
+    }
+}
+
+static void test_every_path_refused_over_cap(void **st)
+{
+    (void)st;
+    static const char *const counted[] = {"alloc",      "pitch",   "managed",   "async",
+                                          "async_ptsz", "pool",    "pool_ptsz", "vmm_create",
+                                          "array",      "array3d", "mipmap"};
+    for (int unified = 0; unified < 2; unified++) {
+        struct slice s;
+        mkslice(&s, 32 * MiB);
+        const char *args[] = {"procaddr", "paths-over", "67108864", NULL};
+        const char *out = run(&s, unified ? "GS_FAKE_UNIFIED=1" : NULL, args);
+        char key[64];
+        for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++) {
+            snprintf(key, sizeof key, "\n%s rc=", counted[i]);
+            const char *p = strstr(out, key)
+                                ? strstr(out, key)
+                                : (strncmp(out, key + 1, strlen(key) - 1) == 0 ? out - 1 : NULL);
+            if (!p)
+                fail_msg("no %s in %s", counted[i], out);
+            if (strtol(p + strlen(key), NULL, 10) != 2)
+                fail_msg("%s over the cap did not return OOM: %s", counted[i], out);
+        }
+        /* Pinned host memory is device memory only on unified boards; host VMM never. */
+        assert_int_equal(field(out, "hostalloc rc="), unified ? 2 : 0);
+        assert_int_equal(field(out, "allochost rc="), unified ? 2 : 0);
+        assert_int_equal(field(out, "vmm_host rc="), 0);
+    }
+}
+
+static void test_threads_share_the_cap(void **st)
+{
+    (void)st;
+    struct slice s;
+    mkslice(&s, 256 * MiB);
+    const char *args[] = {"direct", "threads", "16", "4194304", NULL};
+    const char *out = run(&s, NULL, args);
+    long held = field(out, "threads held ");
+    assert_true(held > 0 && held * 4 * (long)MiB <= (long)(256 * MiB));
+    struct gs_ledger *l = ledger(&s);
+    assert_int_equal(slot_bytes(l), (uint64_t)held * 4 * MiB); /* exact */
+    gs_ledger_close(l);
+}
+
+static void test_processes_share_the_cap(void **st)
+{
+    (void)st;
+    struct slice s;
+    mkslice(&s, GiB);
+    enum { N = 6 };
+    int fds[N];
+    pid_t pids[N];
+    const char *args[] = {"direct", "hold", "314572800", "5", NULL}; /* 300 MiB each */
+    for (int i = 0; i < N; i++)
+        pids[i] = spawn(&s, NULL, &fds[i], args);
+    int ok = 0, oom = 0;
+    for (int i = 0; i < N; i++) {
+        char buf[128] = {0};
+        ssize_t n = read(fds[i], buf, sizeof buf - 1);
+        assert_true(n > 0);
+        long rc = field(buf, "hold rc=");
+        ok += rc == 0;
+        oom += rc == 2;
+    }
+    assert_int_equal(ok, 3); /* 3 x 300 MiB fit in 1 GiB, a 4th does not */
+    assert_int_equal(oom, N - 3);
+    for (int i = 0; i < N; i++) {
+        kill(pids[i], SIGKILL);
+        waitpid(pids[i], NULL, 0);
+        close(fds[i]);
+    }
+    /* Dead owners' bytes stop counting once reaped. */
+    struct gs_ledger *l = ledger(&s);
+    assert_int_equal(gs_ledger_reap(l, NULL), N);
+    assert_int_equal(gs_ledger_used(l), 0);
+    gs_ledger_close(l);
+}
+
+static void test_fork_shares_the_cap(void **st)
+{
+    (void)st;
+    struct slice s;
+    mkslice(&s, GiB);
+    const char *args[] = {"direct", "fork", "104857600", NULL}; /* 100 MiB */
+    const char *out = run(&s, NULL, args);
+    assert_int_equal(field(out, "parent allocated "), 3);
+    assert_int_equal(field(out, "child allocated "), 7); /* 10 x 100 MiB <= 1 GiB < 11 */
+}
+
+static void wait_line(int fd)
+{
+    char c;
+    while (read(fd, &c, 1) == 1 && c != '\n')
+        ;
+}
+
+static void test_sigkill_cycles_leave_ledger_exact(void **st)
+{
+    (void)st;
+    struct slice s;
+    mkslice(&s, 256 * MiB);
+    srand(42);
+    enum { CYCLES = 220 };
+    for (int i = 0; i < CYCLES; i++) {
+        int fd;
+        const char *args[] = {"direct", "churn", "8388608", NULL};
+        pid_t pid = spawn(&s, NULL, &fd, args);
+        wait_line(fd);
+        struct timespec ts = {0, (long)(rand() % 3000) * 1000};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(fd);
+        if (i % 20 == 19) {
+            /* The next process in the slice gets the whole cap at once. */
+            const char *a2[] = {"direct", "until-oom", "268435456", NULL};
+            const char *out = run(&s, NULL, a2);
+            assert_int_equal(field(out, "allocated "), 1);
+        }
+    }
+    struct gs_ledger *l = ledger(&s);
+    gs_ledger_reap(l, NULL);
+    assert_int_equal(gs_ledger_used(l), 0);
+    assert_int_equal(gs_ledger_procs(l), 0);
+    assert_true(atomic_load(&l->reaped) >= CYCLES);
+    gs_ledger_close(l);
+}
+
+static void write_file(const char *path, const char *data, size_t len)
+{
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    close(fd);
+}
+
+static void test_hostile_limits_fail_closed(void **st)
+{
+    (void)st;
+    static const char *const bad[] = {
+        "memory = -5\n",     "memory = 99999999999999999999999\n",
+        "memory = 4Gi\n",    "version = 7\nmemory = 1024\n",
+        "memory\n",          "compute = 400\n",
+        "priority = root\n", "memory = 1024\x01\n",
+        "unknown_key = 1\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct slice s;
+        mkslice(&s, GiB);
+        write_file(s.p.limits, bad[i], strlen(bad[i]));
+        const char *args[] = {"direct", "until-oom", "1048576", NULL};
+        const char *out = run(&s, NULL, args);
+        if (field(out, "allocated ") != 0)
+            fail_msg("limits %zu (%s) did not fail closed: %s", i, bad[i], out);
+    }
+    /* Binary junk and a NUL byte. */
+    struct slice s;
+    mkslice(&s, GiB);
+    char junk[4096];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (char)(i * 7 + 3);
+    write_file(s.p.limits, junk, sizeof junk);
+    const char *args[] = {"direct", "until-oom", "1048576", NULL};
+    assert_int_equal(field(run(&s, NULL, args), "allocated "), 0);
+}
+
+static void test_missing_ledger_still_enforces(void **st)
+{
+    (void)st;
+    struct slice s;
+    mkslice(&s, 512 * MiB);
+    unlink(s.p.ledger);
+    const char *args[] = {"dlsym", "until-oom", "268435456", NULL};
+    assert_int_equal(field(run(&s, NULL, args), "allocated "), 2);
+    /* A ledger of the wrong size or version is refused, not trusted. */
+    write_file(s.p.ledger, "GSLEDGER", 8);
+    assert_int_equal(field(run(&s, NULL, args), "allocated "), 2);
+}
+
+static int setup_all(void **st)
+{
+    (void)st;
+    const char *b = getenv("GS_BUILD_DIR");
+    snprintf(build_dir, sizeof build_dir, "%s", b ? b : "build");
+    snprintf(root, sizeof root, "/tmp/gs-interposer-test-%ld", (long)getpid());
+    return 0;
+}
+
+static int teardown_all(void **st)
+{
+    (void)st;
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_passthrough_without_slice),
+        cmocka_unit_test(test_cap_every_way),
+        cmocka_unit_test(test_wrappers_answer_every_way),
+        cmocka_unit_test(test_every_path_charges_and_frees),
+        cmocka_unit_test(test_every_path_refused_over_cap),
+        cmocka_unit_test(test_threads_share_the_cap),
+        cmocka_unit_test(test_processes_share_the_cap),
+        cmocka_unit_test(test_fork_shares_the_cap),
+        cmocka_unit_test(test_sigkill_cycles_leave_ledger_exact),
+        cmocka_unit_test(test_hostile_limits_fail_closed),
+        cmocka_unit_test(test_missing_ledger_still_enforces),
+    };
+    return cmocka_run_group_tests_name("interposer", tests, setup_all, teardown_all);
+}

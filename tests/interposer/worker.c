@@ -1,0 +1,400 @@
+/* gs-worker: a CUDA application for the interposer tests. It is linked
+ * against the (fake) driver directly and also reaches it through dlopen +
+ * dlsym and through cuGetProcAddress, as real applications do. The tests
+ * run it under LD_PRELOAD=libgpuslice.so and read what it prints.
+ *   gs-worker <way> <scenario> [args]   way: direct | dlsym | procaddr | procaddr4 */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/gs_cuda.h"
+#include "common/gs_cuda_hooks.h"
+
+/* Direct references (resolved at link time against libcuda.so.1). */
+#define DECL(name, params, args) CUresult name params;
+GS_CU_HOOKS(DECL)
+GS_CU_HELPERS(DECL)
+#undef DECL
+CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
+                             CUdriverProcAddressQueryResult *);
+CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
+
+struct api {
+#define PTR(name, params, args) CUresult(*name) params;
+    GS_CU_HOOKS(PTR) GS_CU_HELPERS(PTR)
+#undef PTR
+};
+static struct api A;
+
+/* Base names as the CUDA runtime asks cuGetProcAddress for them. */
+static const char *base_name(const char *versioned, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", versioned);
+    char *p = strstr(buf, "_ptsz");
+    if (p)
+        *p = '\0';
+    p = strstr(buf, "_v2");
+    if (p && p[3] == '\0')
+        *p = '\0';
+    return buf;
+}
+
+static int load(const char *way)
+{
+    if (!strcmp(way, "direct")) {
+#define SET(name, params, args) A.name = name;
+        GS_CU_HOOKS(SET)
+        GS_CU_HELPERS(SET)
+#undef SET
+        return 0;
+    }
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "dlopen: %s\n", dlerror());
+        return -1;
+    }
+    int use_pa = strncmp(way, "procaddr", 8) == 0, four = !strcmp(way, "procaddr4");
+    CUresult (*pa2)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
+        (CUresult(*)(const char *, void **, int, cuuint64_t,
+                     CUdriverProcAddressQueryResult *))dlsym(h, "cuGetProcAddress_v2");
+    CUresult (*pa1)(const char *, void **, int, cuuint64_t) =
+        (CUresult(*)(const char *, void **, int, cuuint64_t))dlsym(h, "cuGetProcAddress");
+    void **slot = (void **)&A;
+    const char *names[] = {
+#define NAME(name, params, args) #name,
+        GS_CU_HOOKS(NAME) GS_CU_HELPERS(NAME)
+#undef NAME
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!use_pa) {
+            slot[i] = dlsym(h, names[i]);
+            continue;
+        }
+        char b[64];
+        const char *base = base_name(names[i], b, sizeof b);
+        int ptsz = strstr(names[i], "_ptsz") != NULL;
+        CUdriverProcAddressQueryResult st = 0;
+        CUresult rc = four ? pa1(base, &slot[i], 11040, ptsz ? 2 : 0)
+                           : pa2(base, &slot[i], 13000, ptsz ? 2 : 0, &st);
+        if (rc != 0)
+            slot[i] = NULL;
+    }
+    return 0;
+}
+
+static CUcontext ctx;
+static void setup(void)
+{
+    CUdevice d;
+    if (A.cuInit(0) || A.cuDeviceGet(&d, 0) || A.cuDevicePrimaryCtxRetain(&ctx, d) ||
+        A.cuCtxSetCurrent(ctx)) {
+        fprintf(stderr, "worker: driver setup failed\n");
+        exit(3);
+    }
+}
+
+static size_t parse_sz(const char *s)
+{
+    return (size_t)strtoull(s, NULL, 0);
+}
+
+static void meminfo(void)
+{
+    size_t f = 0, t = 0;
+    CUresult rc = A.cuMemGetInfo_v2(&f, &t);
+    size_t tm = 0;
+    A.cuDeviceTotalMem_v2(&tm, 0);
+    printf("meminfo rc=%d free=%zu total=%zu devtotal=%zu\n", rc, f, t, tm);
+}
+
+/* Allocate chunks until the cap says no. */
+static int until_oom(size_t chunk)
+{
+    size_t n = 0;
+    CUresult rc;
+    CUdeviceptr p;
+    while ((rc = A.cuMemAlloc_v2(&p, chunk)) == CUDA_SUCCESS && n < 100000)
+        n++;
+    printf("allocated %zu chunks of %zu rc=%d\n", n, chunk, rc);
+    meminfo();
+    return 0;
+}
+
+/* Each allocation path once: alloc, report, free, report. "used" is read by the test from the
+ * ledger. */
+static int paths(size_t sz)
+{
+    CUdeviceptr p;
+    size_t pitch;
+    CUresult rc;
+#define REPORT(what, r) printf("%s rc=%d\n", what, (int)(r)), fflush(stdout)
+    rc = A.cuMemAlloc_v2(&p, sz);
+    REPORT("alloc", rc);
+    if (!rc)
+        REPORT("free", A.cuMemFree_v2(p));
+    rc = A.cuMemAllocPitch_v2(&p, &pitch, sz / 1024, 1024, 4);
+    REPORT("pitch", rc);
+    if (!rc)
+        REPORT("free", A.cuMemFree_v2(p));
+    rc = A.cuMemAllocManaged(&p, sz, CU_MEM_ATTACH_GLOBAL);
+    REPORT("managed", rc);
+    if (!rc)
+        REPORT("free", A.cuMemFree_v2(p));
+    rc = A.cuMemAllocAsync(&p, sz, NULL);
+    REPORT("async", rc);
+    if (!rc)
+        REPORT("freeasync", A.cuMemFreeAsync(p, NULL));
+    rc = A.cuMemAllocAsync_ptsz(&p, sz, NULL);
+    REPORT("async_ptsz", rc);
+    if (!rc)
+        REPORT("freeasync", A.cuMemFreeAsync_ptsz(p, NULL));
+    CUmemoryPool pool;
+    if (!A.cuDeviceGetDefaultMemPool(&pool, 0)) {
+        rc = A.cuMemAllocFromPoolAsync(&p, sz, pool, NULL);
+        REPORT("pool", rc);
+        if (!rc)
+            REPORT("freeasync", A.cuMemFreeAsync(p, NULL));
+        A.cuStreamSynchronize(NULL);
+        A.cuMemPoolTrimTo(pool, 0);
+    }
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va;
+    rc = A.cuMemCreate(&h, sz, &prop, 0);
+    REPORT("vmm_create", rc);
+    if (!rc) {
+        A.cuMemAddressReserve(&va, sz, 0, 0, 0);
+        REPORT("vmm_map", A.cuMemMap(va, sz, 0, h, 0));
+        REPORT("vmm_release", A.cuMemRelease(h)); /* still mapped: still charged */
+        REPORT("vmm_unmap", A.cuMemUnmap(va, sz));
+        A.cuMemAddressFree(va, sz);
+    }
+    CUDA_ARRAY_DESCRIPTOR ad = {
+        .Width = sz / 4 / 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUarray arr;
+    rc = A.cuArrayCreate_v2(&arr, &ad);
+    REPORT("array", rc);
+    if (!rc)
+        REPORT("free", A.cuArrayDestroy(arr));
+    CUDA_ARRAY3D_DESCRIPTOR a3 = {.Width = sz / 4 / 1024,
+                                  .Height = 32,
+                                  .Depth = 32,
+                                  .Format = CU_AD_FORMAT_FLOAT,
+                                  .NumChannels = 1};
+    rc = A.cuArray3DCreate_v2(&arr, &a3);
+    REPORT("array3d", rc);
+    if (!rc)
+        REPORT("free", A.cuArrayDestroy(arr));
+    CUmipmappedArray mm;
+    rc = A.cuMipmappedArrayCreate(&mm, &a3, 1);
+    REPORT("mipmap", rc);
+    if (!rc)
+        REPORT("free", A.cuMipmappedArrayDestroy(mm));
+    void *hp;
+    rc = A.cuMemHostAlloc(&hp, sz, 0);
+    REPORT("hostalloc", rc);
+    if (!rc)
+        REPORT("free", A.cuMemFreeHost(hp));
+    rc = A.cuMemAllocHost_v2(&hp, sz);
+    REPORT("allochost", rc);
+    if (!rc)
+        REPORT("free", A.cuMemFreeHost(hp));
+    void *reg = malloc(sz);
+    rc = A.cuMemHostRegister_v2(reg, sz, 0);
+    REPORT("hostregister", rc);
+    if (!rc)
+        REPORT("free", A.cuMemHostUnregister(reg));
+    free(reg);
+    return 0;
+}
+
+/* Each path once at `sz` over a cap smaller than sz: every one must say OOM. */
+static int paths_over(size_t sz)
+{
+    CUdeviceptr p;
+    size_t pitch;
+    CUmemoryPool pool;
+    A.cuDeviceGetDefaultMemPool(&pool, 0);
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemGenericAllocationHandle h;
+    CUDA_ARRAY_DESCRIPTOR ad = {
+        .Width = sz / 4 / 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUDA_ARRAY3D_DESCRIPTOR a3 = {.Width = sz / 4 / 1024,
+                                  .Height = 32,
+                                  .Depth = 32,
+                                  .Format = CU_AD_FORMAT_FLOAT,
+                                  .NumChannels = 1};
+    CUarray arr;
+    CUmipmappedArray mm;
+    void *hp;
+    printf("alloc rc=%d\n", A.cuMemAlloc_v2(&p, sz));
+    printf("pitch rc=%d\n", A.cuMemAllocPitch_v2(&p, &pitch, sz / 1024, 1024, 4));
+    printf("managed rc=%d\n", A.cuMemAllocManaged(&p, sz, 1));
+    printf("async rc=%d\n", A.cuMemAllocAsync(&p, sz, NULL));
+    printf("async_ptsz rc=%d\n", A.cuMemAllocAsync_ptsz(&p, sz, NULL));
+    printf("pool rc=%d\n", A.cuMemAllocFromPoolAsync(&p, sz, pool, NULL));
+    printf("pool_ptsz rc=%d\n", A.cuMemAllocFromPoolAsync_ptsz(&p, sz, pool, NULL));
+    printf("vmm_create rc=%d\n", A.cuMemCreate(&h, sz, &prop, 0));
+    printf("array rc=%d\n", A.cuArrayCreate_v2(&arr, &ad));
+    printf("array3d rc=%d\n", A.cuArray3DCreate_v2(&arr, &a3));
+    printf("mipmap rc=%d\n", A.cuMipmappedArrayCreate(&mm, &a3, 2));
+    printf("hostalloc rc=%d\n", A.cuMemHostAlloc(&hp, sz, 0));
+    printf("allochost rc=%d\n", A.cuMemAllocHost_v2(&hp, sz));
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    printf("vmm_host rc=%d\n", A.cuMemCreate(&h, sz, &prop, 0));
+    return 0;
+}
+
+struct thr {
+    size_t chunk;
+    size_t got;
+};
+static void *thr_main(void *p)
+{
+    struct thr *t = p;
+    CUdeviceptr d;
+    A.cuCtxSetCurrent(ctx);
+    for (int i = 0; i < 200; i++) {
+        if (A.cuMemAlloc_v2(&d, t->chunk) == 0) {
+            t->got++;
+            if (i % 3 == 0) {
+                A.cuMemFree_v2(d);
+                t->got--;
+            }
+        }
+    }
+    return NULL;
+}
+
+static int threads(int n, size_t chunk)
+{
+    pthread_t th[64];
+    struct thr t[64] = {0};
+    if (n > 64)
+        n = 64;
+    for (int i = 0; i < n; i++) {
+        t[i].chunk = chunk;
+        pthread_create(&th[i], NULL, thr_main, &t[i]);
+    }
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        total += t[i].got;
+    }
+    printf("threads held %zu chunks of %zu\n", total, chunk);
+    return 0;
+}
+
+/* Allocate, tell the test, then wait to be killed (or time out). */
+static int hold(size_t bytes, int secs)
+{
+    CUdeviceptr p;
+    CUresult rc = A.cuMemAlloc_v2(&p, bytes);
+    printf("hold rc=%d\n", rc);
+    fflush(stdout);
+    sleep((unsigned)secs);
+    return 0;
+}
+
+/* Allocate and free in a loop until killed. */
+static int churn(size_t chunk)
+{
+    CUdeviceptr p[16];
+    while (A.cuMemAlloc_v2(&p[0], chunk) != 0)
+        ;
+    printf("churning\n"); /* after the first charge: this process holds a slot */
+    fflush(stdout);
+    for (unsigned long i = 1;; i++) {
+        int k = (int)(i % 16);
+        if (i >= 16)
+            A.cuMemFree_v2(p[k]);
+        while (A.cuMemAlloc_v2(&p[k], chunk) != 0)
+            ;
+    }
+    return 0;
+}
+
+/* Parent and forked child share one cap. */
+static int forked(size_t chunk)
+{
+    CUdeviceptr p;
+    size_t n = 0;
+    while (n < 3 && A.cuMemAlloc_v2(&p, chunk) == 0)
+        n++;
+    fflush(stdout);
+    pid_t c = fork();
+    if (c == 0) {
+        /* A forked child cannot use the parent's context: set up its own. */
+        setup();
+        size_t m = 0;
+        while (A.cuMemAlloc_v2(&p, chunk) == 0 && m < 1000)
+            m++;
+        printf("child allocated %zu\n", m);
+        fflush(stdout);
+        _exit(0);
+    }
+    int st;
+    waitpid(c, &st, 0);
+    printf("parent allocated %zu\n", n);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: gs-worker way scenario [args]\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (load(argv[1]) < 0)
+        return 3;
+    setup();
+    const char *s = argv[2];
+    if (!strcmp(s, "until-oom") && argc > 3)
+        return until_oom(parse_sz(argv[3]));
+    if (!strcmp(s, "paths") && argc > 3)
+        return paths(parse_sz(argv[3]));
+    if (!strcmp(s, "paths-over") && argc > 3)
+        return paths_over(parse_sz(argv[3]));
+    if (!strcmp(s, "threads") && argc > 4)
+        return threads((int)strtol(argv[3], NULL, 10), parse_sz(argv[4]));
+    if (!strcmp(s, "hold") && argc > 4)
+        return hold(parse_sz(argv[3]), (int)strtol(argv[4], NULL, 10));
+    if (!strcmp(s, "churn") && argc > 3)
+        return churn(parse_sz(argv[3]));
+    if (!strcmp(s, "fork") && argc > 3)
+        return forked(parse_sz(argv[3]));
+    if (!strcmp(s, "whoami")) {
+        /* Which library answers each path: ours must, for every hooked call. */
+        void *fns[] = {(void *)A.cuMemAlloc_v2,        (void *)A.cuMemCreate,
+                       (void *)A.cuLaunchKernel,       (void *)A.cuLaunchKernel_ptsz,
+                       (void *)A.cuMemAllocAsync_ptsz, (void *)A.cuGraphLaunch,
+                       (void *)A.cuMemGetInfo_v2,      (void *)A.cuInit};
+        const char *names[] = {
+            "cuMemAlloc_v2",        "cuMemCreate",   "cuLaunchKernel",  "cuLaunchKernel_ptsz",
+            "cuMemAllocAsync_ptsz", "cuGraphLaunch", "cuMemGetInfo_v2", "cuInit"};
+        for (int i = 0; i < 8; i++) {
+            Dl_info di = {0};
+            dladdr(fns[i], &di);
+            const char *f = di.dli_fname ? strrchr(di.dli_fname, '/') : NULL;
+            printf("%s %s\n", names[i], f ? f + 1 : (di.dli_fname ? di.dli_fname : "null"));
+        }
+        return 0;
+    }
+    if (!strcmp(s, "meminfo")) {
+        meminfo();
+        return 0;
+    }
+    fprintf(stderr, "gs-worker: unknown scenario %s\n", s);
+    return 2;
+}
