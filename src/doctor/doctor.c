@@ -228,6 +228,7 @@ int gs_cmd_doctor(int argc, char **argv)
     gs_kubelet_check(&d);
     gs_cluster_check(&d);
     gs_tenants_check(&d);
+    gs_cluster_free(&d);
     int rc = gs_report_print(d.rep, &d, json);
     gs_report_free(d.rep);
     fflush(stdout);

@@ -16,6 +16,7 @@ enum gs_sev { GS_SEV_OK = 0, GS_SEV_INFO = 1, GS_SEV_WARN = 2, GS_SEV_ERROR = 3 
 
 struct gs_finding;
 struct gs_report;
+struct cJSON;
 
 enum gs_platform { GS_PLAT_UNKNOWN = 0, GS_PLAT_DISCRETE, GS_PLAT_JETSON };
 
@@ -55,6 +56,10 @@ struct gs_doctor {
 
     /* facts found by the kubelet checks */
     int plugin_socket; /* 1 present, 0 missing, -1 present but nobody listens */
+
+    /* what the cluster checks read (NULL when they did not run); freed by gs_cluster_free */
+    struct cJSON *pods;      /* all Pods */
+    struct cJSON *this_node; /* this node's Node object, or NULL */
 };
 
 /* Pods need runtimeClassName: nvidia unless the default runtime is nvidia or
@@ -74,6 +79,16 @@ void gs_runtime_check(struct gs_doctor *d);
 void gs_kubelet_check(struct gs_doctor *d);
 void gs_cluster_check(struct gs_doctor *d);
 void gs_tenants_check(struct gs_doctor *d);
+void gs_cluster_free(struct gs_doctor *d);
+
+/* A Pod's effective request of a resource (max of the containers' sum and
+ * each init container; limits stand in for missing requests, as the API
+ * server defaults them for extended resources). 1 when it asks for any. */
+int gs_cluster_pod_request(const struct cJSON *pod, const char *res, uint64_t *out);
+/* Pod is Pending or Running (not Succeeded/Failed): it holds what it asked for. */
+int gs_cluster_pod_active(const struct cJSON *pod);
+/* "namespace/name" of an object. */
+void gs_cluster_obj_name(const struct cJSON *obj, char *buf, size_t len);
 
 /* Report: findings in the order added, grouped by the id's area prefix when printed. */
 struct gs_report *gs_report_new(void);

@@ -35,7 +35,7 @@ def tap(ok, name, diag=""):
         _failed += 1
     print("%s %d - %s" % ("ok" if ok else "not ok", _n, name))
     if not ok and diag:
-        for line in str(diag).splitlines()[:60]:
+        for line in str(diag).splitlines()[-80:]:
             print("# " + line)
     sys.stdout.flush()
 
@@ -405,6 +405,289 @@ def test_cli():
     tap(p.returncode == 0 and "--root DIR" in p.stdout, "--help lists the options", p.stdout)
 
 
+
+# ---------------------------------------------------------------- cluster (fake API server)
+
+CERTS = {}
+
+
+def certs():
+    """A throwaway self-signed CA/server certificate for 127.0.0.1, and a second, unrelated one."""
+    if CERTS:
+        return CERTS
+    d = tempfile.mkdtemp(prefix="gscert")
+    for name in ("server", "other"):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", os.path.join(d, name + ".key"),
+                        "-out", os.path.join(d, name + ".crt")],
+                       check=True, capture_output=True)
+    CERTS.update(dir=d, crt=os.path.join(d, "server.crt"), key=os.path.join(d, "server.key"),
+                 other=os.path.join(d, "other.crt"))
+    return CERTS
+
+
+class ApiServer:
+    TOKEN = "doctor-test-token"
+
+    def __init__(self, scenario, page=0):
+        c = certs()
+        self.dir = tempfile.mkdtemp(prefix="gsapi")
+        sc = os.path.join(self.dir, "scenario.json")
+        with open(sc, "w") as f:
+            json.dump(scenario, f)
+        self.log = os.path.join(self.dir, "requests.log")
+        self.proc = subprocess.Popen(
+            ["/usr/bin/python3", os.path.join(HERE, "fake_apiserver.py"), "--cert", c["crt"],
+             "--key", c["key"], "--scenario", sc, "--token", self.TOKEN, "--log", self.log,
+             "--page", str(page)], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        self.port = int(line.split()[1])
+        self.url = "https://127.0.0.1:%d" % self.port
+
+    def kubeconfig(self, ca=None, token=None, extra_user=""):
+        import base64
+        with open(ca or certs()["crt"], "rb") as f:
+            ca_data = base64.b64encode(f.read()).decode()
+        path = os.path.join(self.dir, "kubeconfig-%d" % len(os.listdir(self.dir)))
+        with open(path, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+                    "clusters:\n- name: c\n  cluster:\n    server: %s\n"
+                    "    certificate-authority-data: %s\n"
+                    "contexts:\n- name: other\n  context: {cluster: nope, user: nope}\n"
+                    "- name: test\n  context:\n    cluster: c\n    user: u\n"
+                    "users:\n- name: u\n  user:\n    token: %s\n%s"
+                    % (self.url, ca_data, token or self.TOKEN, extra_user))
+        return path
+
+    def requests(self):
+        try:
+            with open(self.log) as f:
+                return f.read().splitlines()
+        except OSError:
+            return []
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def k8s_node(name, alloc, labels=None, memory="65536000Ki"):
+    a = {"cpu": "8", "memory": memory, "pods": "110"}
+    a.update({k: str(v) for k, v in alloc.items()})
+    return {"metadata": {"name": name, "labels": labels or {}},
+            "status": {"allocatable": a, "capacity": dict(a)}}
+
+
+def k8s_pod(name, req, node=None, phase="Running", runtime_class=None, ns="default", memory=None,
+            init_req=None):
+    res = {"limits": {k: str(v) for k, v in req.items()}}
+    if memory is not None:
+        res["requests"] = {"memory": memory}
+    spec = {"containers": [{"name": "main", "image": "x", "resources": res}]}
+    if init_req:
+        spec["initContainers"] = [{"name": "init", "resources": {
+            "limits": {k: str(v) for k, v in init_req.items()}}}]
+    if node:
+        spec["nodeName"] = node
+    if runtime_class:
+        spec["runtimeClassName"] = runtime_class
+    status = {"phase": phase}
+    if phase == "Pending" and not node:
+        status["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                 "reason": "Unschedulable",
+                                 "message": "0/1 nodes are available: 1 Insufficient "
+                                            "gpuslice.io/gpu-memory."}]
+    return {"metadata": {"name": name, "namespace": ns}, "spec": spec, "status": status}
+
+
+def k8s_event(kind, name, reason, message, ns="default", host=None, t="2026-11-30T10:00:00Z"):
+    e = {"metadata": {"name": name + ".1", "namespace": ns},
+         "involvedObject": {"kind": kind, "name": name, "namespace": ns},
+         "reason": reason, "message": message, "type": "Warning", "lastTimestamp": t}
+    if host:
+        e["source"] = {"component": "kubelet", "host": host}
+    return e
+
+
+NVIDIA_RC = {"metadata": {"name": "nvidia"}, "handler": "nvidia"}
+GPU_ALLOC = {"gpuslice.io/gpu-memory": 64, "gpuslice.io/gpu-compute": 100,
+             "gpuslice.io/realtime": 1}
+
+
+def run_cluster(fixture, scenario, *args, sockets=("kubelet", "plugin", "podresources"),
+                page=0, kubeconfig=True, env=None, node_name="gpu-1", setup=None):
+    api = ApiServer(scenario, page=page)
+    n = Node(fixture, sockets=sockets)
+    if setup:
+        setup(n, api)
+    a = ["--node", node_name]
+    if kubeconfig is True:
+        a += ["--kubeconfig", api.kubeconfig()]
+    elif kubeconfig:
+        a += ["--kubeconfig", kubeconfig(api)]
+    p, r = doctor(n, *(a + list(args)), env=env(api) if env else None)
+    reqs = api.requests()
+    api.close()
+    n.close()
+    return p, r, reqs
+
+
+def expect(name, result, fid, sev="error", fix_has=(), title_has=(), evidence_has=(),
+           exit_code=None):
+    p, r, _ = result
+    fs = find(r, fid) if r else []
+    ok = bool(fs) and all(f["severity"] == sev for f in fs)
+    ok = ok and all(any(s in (f["fix"] or "") for f in fs) for s in fix_has)
+    ok = ok and all(any(s in f["title"] for f in fs) for s in title_has)
+    ok = ok and all(any(s in " | ".join(f["evidence"]) for f in fs) for s in evidence_has)
+    if exit_code is not None:
+        ok = ok and p.returncode == exit_code
+    tap(ok, name, show(p, r))
+    return r
+
+
+def test_cluster():
+    healthy = {"nodes": [k8s_node("gpu-1", GPU_ALLOC)],
+               "pods": [k8s_pod("infer", {"gpuslice.io/gpu-memory": 8}, node="gpu-1",
+                                runtime_class="nvidia"),
+                        k8s_pod("web", {}, node="gpu-1")],
+               "runtimeclasses": [NVIDIA_RC], "events": []}
+    res = run_cluster("k3s-discrete", healthy)
+    p, r, reqs = res
+    bad = [f for f in (r or {"findings": []})["findings"] if f["severity"] in ("error", "warn")]
+    tap(r is not None and p.returncode == 0 and not bad and
+        {"cluster.reachable", "cluster.node-resources", "cluster.runtimeclass"} <= set(ids(r, "ok")),
+        "healthy K3s node + healthy cluster over TLS reports healthy", show(p, r))
+    tap(reqs and all(line.startswith("GET ") for line in reqs) and
+        any("/apis/node.k8s.io/v1/runtimeclasses" in line for line in reqs),
+        "the doctor only sends GET requests", "\n".join(reqs))
+    if r and find(r, "cluster.node-resources"):
+        ev = find(r, "cluster.node-resources")[0]["evidence"][0]
+        tap("gpuslice.io/gpu-memory=64 (56 free)" in ev, "allocatable and free are shown", ev)
+
+    # trap 1: the device plugin is missing; a Pod is Pending for gpuslice.io/gpu-memory
+    trap1 = {"nodes": [k8s_node("gpu-1", {})],
+             "pods": [k8s_pod("train", {"gpuslice.io/gpu-memory": 8}, phase="Pending",
+                              runtime_class="nvidia")],
+             "runtimeclasses": [NVIDIA_RC],
+             "events": [k8s_event("Pod", "train", "FailedScheduling",
+                                  "0/1 nodes are available: 1 Insufficient gpuslice.io/gpu-memory. "
+                                  "preemption: 0/1 nodes are available: 1 No preemption victims "
+                                  "found for incoming pod.")]}
+    res = run_cluster("k3s-discrete", trap1, sockets=("kubelet", "podresources"))
+    expect("trap 1: the Pending Pod is explained: Insufficient gpuslice.io/gpu-memory, no node has "
+           "it, start the agent", res, "cluster.pod-pending",
+           title_has=("default/train", "Insufficient gpuslice.io/gpu-memory"),
+           evidence_has=("FailedScheduling: 0/1 nodes are available",
+                         "gpuslice.io/gpu-memory: asks 8; no node advertises it"),
+           fix_has=("gpuslice agent",), exit_code=1)
+    expect("trap 1: the node's allocatable lacks our resources; fix starts the agent", res,
+           "cluster.node-no-resources", fix_has=("kubectl apply -f deploy/gpuslice-agent.yaml",))
+    expect("trap 1: and the node says why: no plugin socket", res, "kubelet.plugin-socket-missing")
+
+    full = {"nodes": [k8s_node("gpu-1", {"gpuslice.io/gpu-memory": 16})],
+            "pods": [k8s_pod("a", {"gpuslice.io/gpu-memory": 12}, node="gpu-1",
+                             runtime_class="nvidia"),
+                     k8s_pod("done", {"gpuslice.io/gpu-memory": 16}, node="gpu-1",
+                             phase="Succeeded", runtime_class="nvidia"),
+                     k8s_pod("b", {"gpuslice.io/gpu-memory": 8}, phase="Pending",
+                             runtime_class="nvidia")],
+            "runtimeclasses": [NVIDIA_RC], "events": []}
+    expect("a Pending Pod on a full GPU: says how much is free where", run_cluster("k3s-discrete", full),
+           "cluster.pod-pending", fix_has=("at most 4 gpuslice.io/gpu-memory is free (on gpu-1)",),
+           evidence_has=("gpu-1: 4 free of 16",))
+    big = dict(full, pods=[k8s_pod("huge", {"gpuslice.io/gpu-memory": 100}, phase="Pending",
+                                   init_req={"gpuslice.io/gpu-memory": 2})])
+    expect("a Pending Pod asking more than any node has: lower the request",
+           run_cluster("k3s-discrete", big), "cluster.pod-pending",
+           fix_has=("more than any node has (largest: 16 on gpu-1)",))
+
+    # trap 3: the RuntimeClass is missing, and a Pod left runtimeClassName out to get going
+    trap3 = {"nodes": [k8s_node("gpu-1", GPU_ALLOC)],
+             "pods": [k8s_pod("infer", {"gpuslice.io/gpu-memory": 8}, node="gpu-1")],
+             "runtimeclasses": [],
+             "events": [k8s_event("ReplicaSet", "infer-7d9f", "FailedCreate",
+                                  'Error creating: pods "infer-7d9f-x2" is forbidden: pod rejected: '
+                                  'RuntimeClass "nvidia" not found')]}
+    for fixture, label in (("jetson-orin", "Jetson, K3s"), ("containerd-discrete", "discrete, "
+                                                                                   "containerd")):
+        res = run_cluster(fixture, trap3)
+        expect("trap 3 (%s): RuntimeClass nvidia missing, fix creates it" % label, res,
+               "cluster.runtimeclass-missing", fix_has=("kind: RuntimeClass", "handler: nvidia"),
+               evidence_has=('RuntimeClass "nvidia" not found',), exit_code=1)
+        expect("trap 3 (%s): the Pod without runtimeClassName never gets the device" % label, res,
+               "cluster.pod-no-runtimeclass", fix_has=("runtimeClassName: nvidia",),
+               title_has=("default/infer",))
+
+    no_rc_needed = dict(healthy, runtimeclasses=[],
+                        pods=[k8s_pod("infer", {"gpuslice.io/gpu-memory": 8}, node="gpu-1")])
+    res = run_cluster("k3s-discrete", no_rc_needed)
+    p, r, _ = res
+    tap(r is not None and p.returncode == 0 and "cluster.runtimeclass-missing" in ids(r, "info") and
+        "cluster.pod-no-runtimeclass" not in ids(r),
+        "with CDI serving the GPU, a missing RuntimeClass is only info", show(p, r))
+
+    sandbox = dict(healthy, events=[k8s_event(
+        "Pod", "infer", "FailedCreatePodSandBox",
+        'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox '
+        'runtime: no runtime for "nvidia" is configured', host="gpu-1")])
+    expect("a sandbox failing with 'no runtime for nvidia' is an error",
+           run_cluster("trap-k3s-runtime", sandbox), "cluster.sandbox-no-handler",
+           evidence_has=('no runtime for "nvidia" is configured',))
+
+    other_handler = dict(healthy, runtimeclasses=[{"metadata": {"name": "nvidia"},
+                                                   "handler": "nvidia-cdi"}])
+    expect("a RuntimeClass whose handler the node lacks is an error",
+           run_cluster("k3s-discrete", other_handler), "cluster.runtimeclass-handler-missing",
+           fix_has=("handler: nvidia",))
+
+    expect("an unknown --node is a warning naming the nodes there are",
+           run_cluster("k3s-discrete", healthy, node_name="nope"), "cluster.node-missing",
+           sev="warn", evidence_has=("gpu-1",), exit_code=0)
+
+    many = dict(healthy, pods=[k8s_pod("p%d" % i, {"gpuslice.io/gpu-memory": 1}, node="gpu-1",
+                                       runtime_class="nvidia") for i in range(7)])
+    res = run_cluster("k3s-discrete", many, page=2)
+    expect("lists follow continue tokens (pages of 2)", res, "cluster.reachable", sev="ok",
+           title_has=("7 pods",))
+    tap(any("continue=6" in line for line in res[2]), "the last page was asked for",
+        "\n".join(res[2]))
+
+    def incluster_setup(n, api):
+        n.write("/var/run/secrets/kubernetes.io/serviceaccount/token", api.TOKEN + "\n")
+        shutil.copy(certs()["crt"], n.path("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"))
+
+    expect("in-cluster credentials (service account under --root, KUBERNETES_SERVICE_HOST)",
+           run_cluster("k3s-discrete", healthy, kubeconfig=False, setup=incluster_setup,
+                       env=lambda api: {"KUBERNETES_SERVICE_HOST": "127.0.0.1",
+                                        "KUBERNETES_SERVICE_PORT": str(api.port)}),
+           "cluster.reachable", sev="ok", evidence_has=("in-cluster service account",),
+           exit_code=0)
+    expect("$KUBECONFIG is used when --kubeconfig is not given",
+           run_cluster("k3s-discrete", healthy, kubeconfig=False,
+                       env=lambda api: {"KUBECONFIG": api.kubeconfig() + ":/nonexistent"}),
+           "cluster.reachable", sev="ok", exit_code=0)
+    expect("a server certificate not signed by the kubeconfig's CA is refused (TLS verified)",
+           run_cluster("k3s-discrete", healthy,
+                       kubeconfig=lambda api: api.kubeconfig(ca=certs()["other"])),
+           "cluster.unreachable", sev="warn", evidence_has=("certificate",), exit_code=0)
+    expect("a rejected token is reported as such",
+           run_cluster("k3s-discrete", healthy, kubeconfig=lambda api: api.kubeconfig(token="bad")),
+           "cluster.forbidden", sev="warn", evidence_has=("HTTP 401",), fix_has=("kubeconfig",))
+    expect("RBAC refusing events is reported, the rest still runs",
+           run_cluster("k3s-discrete", dict(healthy, forbid=["/api/v1/events"])),
+           "cluster.forbidden", sev="warn", fix_has=("ClusterRole",), exit_code=0)
+    expect("an exec-plugin kubeconfig is refused with the reason",
+           run_cluster("k3s-discrete", healthy, kubeconfig=lambda api: api.kubeconfig(
+               extra_user="    exec:\n      command: aws\n")),
+           "cluster.kubeconfig-invalid", sev="warn", evidence_has=("exec",))
+    p, r = doctor(Node("k3s-discrete"), "--node", "gpu-1")
+    tap(r is not None and "cluster.skipped" in ids(r, "info") and
+        "no --kubeconfig" in " ".join(find(r, "cluster.skipped")[0]["evidence"]),
+        "without credentials the cluster checks are skipped, saying why", show(p, r))
+
 def main():
     if not os.access(GPUSLICE, os.X_OK):
         print("1..0 # SKIP %s not built" % GPUSLICE)
@@ -414,6 +697,7 @@ def main():
     test_trap_runtime()
     test_node_traps()
     test_cli()
+    test_cluster()
     print("1..%d" % _n)
     return 1 if _failed else 0
 
