@@ -688,6 +688,81 @@ def test_cluster():
         "no --kubeconfig" in " ".join(find(r, "cluster.skipped")[0]["evidence"]),
         "without credentials the cluster checks are skipped, saying why", show(p, r))
 
+
+# ---------------------------------------------------------------- tenants
+
+
+def test_tenants():
+    n = Node("k3s-discrete")
+    n.slice("used-1", 4 << 30, age_s=7200, cuda_used=True, pid=os.getpid())
+    n.slice("idle-2", 2 << 30, age_s=3600, cuda_used=False)
+    n.slice("young-3", 2 << 30, age_s=10, cuda_used=False)
+    p, r = doctor(n, "--skip-cluster")
+    fs = find(r, "tenant.no-cuda") if r else []
+    tap(len(fs) == 1 and "idle-2" in fs[0]["title"] and fs[0]["severity"] == "warn" and
+        "first_ctx_ns = 0" in " ".join(fs[0]["evidence"]) and "LD_PRELOAD" in fs[0]["fix"],
+        "a slice held an hour without CUDA is the silent CPU fallback (young ones are let be)",
+        show(p, r))
+    ok = find(r, "tenant.slices") if r else []
+    tap(ok and "3 slice(s) on this node, 1 used CUDA" in ok[0]["title"],
+        "the slices are counted", show(p, r))
+    p, r = doctor(n, "--skip-cluster", "--grace", "7", "--state-dir",
+                  n.path("/var/lib/gpuslice/slices"))
+    tap(r is not None and len(find(r, "tenant.no-cuda")) == 2, "--grace and --state-dir apply",
+        show(p, r))
+    with open(n.path("/var/lib/gpuslice/slices/idle-2/ledger"), "r+b") as f:
+        f.write(b"NOTALEDG")
+    expect_finding("a corrupt ledger is reported", n, "tenant.ledger-unreadable", sev="warn",
+                   args=("--skip-cluster",), exit_code=0)
+    n.close()
+
+    n = Node("jetson-orin")
+    n.slice("a", 4 << 30, age_s=60, cuda_used=True, pid=os.getpid())
+    n.slice("b", 4 << 30, age_s=60, cuda_used=True, pid=os.getpid())
+    expect_finding("Jetson: slices adding up to more than the board's RAM", n,
+                   "tenant.unified-overcommit", args=("--skip-cluster",))
+    n.close()
+
+    labels = {"gpuslice.io/gpu-memory-unit": "64Mi"}
+    scenario = {"nodes": [k8s_node("orin", {"gpuslice.io/gpu-memory": 96}, labels=labels,
+                                   memory="7620424Ki")],
+                "pods": [k8s_pod("skimpy", {"gpuslice.io/gpu-memory": 32}, node="orin",
+                                 runtime_class="nvidia", memory="256Mi"),
+                         k8s_pod("careful", {"gpuslice.io/gpu-memory": 32}, node="orin",
+                                 runtime_class="nvidia", memory="2560Mi")],
+                "runtimeclasses": [NVIDIA_RC], "events": []}
+    res = run_cluster("jetson-orin", scenario, node_name="orin")
+    r = expect("Jetson: a Pod whose memory request ignores its 2 GiB GPU slice", res,
+               "tenant.unified-pod-memory", sev="warn", title_has=("default/skimpy",),
+               fix_has=("at least 2048Mi",), exit_code=0)
+    tap(r is not None and len(find(r, "tenant.unified-pod-memory")) == 1,
+        "Jetson: a Pod that counts its slice in its memory request is fine", show(res[0], r))
+    big = dict(scenario, nodes=[k8s_node("orin", {"gpuslice.io/gpu-memory": 200}, labels=labels)])
+    expect("Jetson: the agent advertising more GPU memory than the board's RAM",
+           run_cluster("jetson-orin", big, node_name="orin"), "tenant.unified-pool-too-big",
+           evidence_has=("200 x 64Mi",))
+    nolabel = dict(scenario, nodes=[k8s_node("orin", {"gpuslice.io/gpu-memory": 96})])
+    expect("Jetson: without the unit label the comparison is skipped, saying so",
+           run_cluster("jetson-orin", nolabel, node_name="orin"), "tenant.unified-unit-unknown",
+           sev="info", exit_code=0)
+
+
+def test_docs_cover_ids():
+    """Every finding id the code can emit is explained in docs/troubleshooting.md."""
+    import glob
+    import re
+    found = set()
+    for path in glob.glob(os.path.join(SRC, "src", "doctor", "*.c")):
+        with open(path) as f:
+            found |= set(re.findall(r'"((?:node|runtime|kubelet|cluster|tenant)\.[a-z0-9-]+)"',
+                                    f.read()))
+    with open(os.path.join(SRC, "docs", "troubleshooting.md")) as f:
+        doc = f.read()
+    missing = sorted(i for i in found if i not in doc)
+    tap(found and not missing, "docs/troubleshooting.md explains every finding id (%d)" % len(found),
+        missing)
+
+
 def main():
     if not os.access(GPUSLICE, os.X_OK):
         print("1..0 # SKIP %s not built" % GPUSLICE)
@@ -698,6 +773,8 @@ def main():
     test_node_traps()
     test_cli()
     test_cluster()
+    test_tenants()
+    test_docs_cover_ids()
     print("1..%d" % _n)
     return 1 if _failed else 0
 
