@@ -1,0 +1,236 @@
+/* `gpuslice doctor`: options, the helpers every check group uses, and the
+ * order of the checks (node facts first: the later groups depend on them). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/slice.h"
+#include "doctor/doctor.h"
+
+int gs_cmd_doctor(int argc, char **argv);
+
+int gs_doctor_path(const struct gs_doctor *d, const char *abs, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s%s%s", d->root, abs[0] == '/' ? "" : "/", abs);
+    if (n < 0 || (size_t)n >= len) {
+        if (len)
+            buf[0] = '\0';
+        return GS_ERANGE;
+    }
+    return 0;
+}
+
+int gs_doctor_exists(const struct gs_doctor *d, const char *abs)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    return gs_doctor_path(d, abs, p, sizeof p) == 0 && stat(p, &st) == 0;
+}
+
+int gs_doctor_read_file(const char *path, size_t max, char **out, size_t *len, gs_error *err)
+{
+    *out = NULL;
+    if (len)
+        *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return gs_error_set(err, errno == ENOENT || errno == ENOTDIR ? GS_ENOENT : GS_EIO,
+                            "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return gs_error_set(err, GS_EIO, "%s is not a regular file", path);
+    }
+    char *buf = malloc(max + 1);
+    if (!buf) {
+        close(fd);
+        return gs_error_set(err, GS_ENOMEM, "out of memory reading %s", path);
+    }
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + n, max + 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return gs_error_set(err, GS_EIO, "cannot read %s: %s", path, strerror(e));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n > max) {
+            free(buf);
+            close(fd);
+            return gs_error_set(err, GS_ERANGE,
+                                "%s is larger than %zu bytes; is it the right file?", path, max);
+        }
+    }
+    close(fd);
+    buf[n] = '\0';
+    *out = buf;
+    if (len)
+        *len = n;
+    return GS_OK;
+}
+
+int gs_doctor_needs_runtimeclass(const struct gs_doctor *d)
+{
+    if (d->default_nvidia)
+        return 0;
+    return !(d->cdi_enabled && d->cdi_nvidia_spec);
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: gpuslice doctor [options]\n"
+                 "Checks this node (and the cluster, when the API server is reachable) for the\n"
+                 "known GPU traps and prints each finding with its evidence and exact fix.\n\n"
+                 "  --root DIR        inspect a node image or fixture at DIR instead of /\n"
+                 "  --node NAME       this node's name in the cluster (default: hostname)\n"
+                 "  --kubeconfig FILE API server credentials (default: $KUBECONFIG, then the\n"
+                 "                    in-cluster service account, then K3s's k3s.yaml)\n"
+                 "  --skip-cluster    do not contact the API server\n"
+                 "  --state-dir DIR   slice state root (default <root>" GS_SLICE_DEFAULT_ROOT ")\n"
+                 "  --kubelet-dir DIR kubelet root dir (default /var/lib/kubelet, under --root)\n"
+                 "  --grace SECONDS   a slice younger than this may not have used CUDA yet (300)\n"
+                 "  --json            print the findings as JSON\n"
+                 "  -h, --help        this text\n\n"
+                 "Exit status: 0 healthy, 1 something is wrong (an error finding), 2 usage error.\n"
+                 "docs/troubleshooting.md explains every finding id.\n");
+}
+
+static int set_str(char *dst, size_t len, const char *val, const char *what)
+{
+    size_t n = strlen(val);
+    if (n >= len) {
+        fprintf(stderr, "gpuslice doctor: %s '%.80s...' is too long (at most %zu bytes)\n", what,
+                val, len - 1);
+        return -1;
+    }
+    memcpy(dst, val, n + 1);
+    return 0;
+}
+
+static int parse_uint(const char *s, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (!*s || *s == '-' || *end || errno || v > 86400 * 365)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+int gs_cmd_doctor(int argc, char **argv)
+{
+    enum { O_ROOT = 256, O_NODE, O_KUBECONFIG, O_SKIP, O_STATE, O_KUBELET, O_GRACE, O_JSON };
+    static const struct option opts[] = {
+        {"root", required_argument, NULL, O_ROOT},
+        {"node", required_argument, NULL, O_NODE},
+        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+        {"skip-cluster", no_argument, NULL, O_SKIP},
+        {"state-dir", required_argument, NULL, O_STATE},
+        {"kubelet-dir", required_argument, NULL, O_KUBELET},
+        {"grace", required_argument, NULL, O_GRACE},
+        {"json", no_argument, NULL, O_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct gs_doctor d;
+    memset(&d, 0, sizeof d);
+    d.grace_s = 300;
+    const char *state = NULL;
+    int json = 0, c;
+    memcpy(d.kubelet_dir, "/var/lib/kubelet", sizeof "/var/lib/kubelet");
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_ROOT:
+            if (set_str(d.root, sizeof d.root, optarg, "--root") < 0)
+                return 2;
+            break;
+        case O_NODE:
+            if (set_str(d.node, sizeof d.node, optarg, "--node") < 0)
+                return 2;
+            break;
+        case O_KUBECONFIG: d.kubeconfig = optarg; break;
+        case O_SKIP: d.skip_cluster = 1; break;
+        case O_STATE: state = optarg; break;
+        case O_KUBELET:
+            if (set_str(d.kubelet_dir, sizeof d.kubelet_dir, optarg, "--kubelet-dir") < 0)
+                return 2;
+            break;
+        case O_GRACE:
+            if (parse_uint(optarg, &d.grace_s) < 0) {
+                fprintf(stderr,
+                        "gpuslice doctor: --grace '%s' is not a number of seconds "
+                        "(e.g. --grace 300)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case O_JSON: json = 1; break;
+        case 'h': usage(stdout); return 0;
+        default:
+            fprintf(stderr, "gpuslice doctor: unknown or incomplete option '%s'\n\n",
+                    argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gpuslice doctor: unexpected argument '%s'\n\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    /* "/" and "dir/" become "" and "dir": every path is built as root + "/abs". */
+    size_t rl = strlen(d.root);
+    while (rl > 0 && d.root[rl - 1] == '/')
+        d.root[--rl] = '\0';
+    struct stat st;
+    if (rl > 0 && (stat(d.root, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr,
+                "gpuslice doctor: --root %s is not a directory; give the folder that "
+                "holds the node's /etc, /dev and /var\n",
+                d.root);
+        return 2;
+    }
+    if (!d.node[0]) {
+        if (gethostname(d.node, sizeof d.node - 1) != 0)
+            memcpy(d.node, "localhost", sizeof "localhost");
+        d.node[sizeof d.node - 1] = '\0';
+    }
+    if (state) {
+        if (set_str(d.state_dir, sizeof d.state_dir, state, "--state-dir") < 0)
+            return 2;
+    } else if (gs_doctor_path(&d, GS_SLICE_DEFAULT_ROOT, d.state_dir, sizeof d.state_dir) != 0) {
+        fprintf(stderr, "gpuslice doctor: --root %s is too long\n", d.root);
+        return 2;
+    }
+    d.rep = gs_report_new();
+    if (!d.rep) {
+        fprintf(stderr, "gpuslice doctor: out of memory\n");
+        return 1;
+    }
+    gs_node_check(&d);
+    gs_runtime_check(&d);
+    gs_kubelet_check(&d);
+    gs_cluster_check(&d);
+    gs_tenants_check(&d);
+    gs_cluster_free(&d);
+    int rc = gs_report_print(d.rep, &d, json);
+    gs_report_free(d.rep);
+    fflush(stdout);
+    return rc;
+}

@@ -1,0 +1,274 @@
+/* Tenant checks: every slice's ledger (src/common/ledger.h) says whether a
+ * process ever used CUDA through the interposer (first_ctx_ns). A slice held
+ * longer than the grace period with no CUDA use is the silent CPU fallback
+ * (or an interposer that was never loaded). On unified-memory boards (Jetson)
+ * GPU memory is the board's RAM: the slices together must fit in it, and a
+ * Pod's memory request must count its GPU slice, or the scheduler hands out
+ * the same RAM twice. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/ledger.h"
+#include "common/limits.h"
+#include "common/quantity.h"
+#include "common/slice.h"
+#include "doctor/doctor.h"
+#include "doctor/yamljson.h"
+
+/* What the OS, K3s and the agent need on an edge board, at the least. */
+#define UNIFIED_RESERVE (1ull << 30)
+
+static void fmt_age(uint64_t s, char *buf, size_t len)
+{
+    if (s >= 86400)
+        snprintf(buf, len, "%llud %lluh", (unsigned long long)(s / 86400),
+                 (unsigned long long)(s % 86400 / 3600));
+    else if (s >= 3600)
+        snprintf(buf, len, "%lluh %llum", (unsigned long long)(s / 3600),
+                 (unsigned long long)(s % 3600 / 60));
+    else
+        snprintf(buf, len, "%llum %llus", (unsigned long long)(s / 60),
+                 (unsigned long long)(s % 60));
+}
+
+struct totals {
+    size_t slices, used_cuda;
+    uint64_t memory; /* sum of memory caps */
+};
+
+/* Checks the ledger's header before gs_ledger_open maps it: gs_ledger_open
+ * reads the header after unmapping it when the magic or version is wrong
+ * (reported to common/'s owner), and a doctor must survive a corrupt file. */
+static int ledger_header_ok(const char *path, gs_error *err)
+{
+    struct {
+        char magic[8];
+        uint32_t version, size, nslots;
+    } h;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return gs_error_set(err, GS_EIO, "cannot open ledger %s: %s", path, strerror(errno));
+    ssize_t r = pread(fd, &h, sizeof h, 0);
+    close(fd);
+    if (r != (ssize_t)sizeof h || memcmp(h.magic, GS_LEDGER_MAGIC_TEXT, 8) != 0 ||
+        h.version != GS_LEDGER_VERSION || h.size != sizeof(struct gs_ledger) ||
+        h.nslots != GS_LEDGER_SLOTS)
+        return gs_error_set(err, GS_EPROTO,
+                            "ledger %s has a wrong magic, version or size: not written by this "
+                            "gpuslice version, or damaged",
+                            path);
+    return 0;
+}
+
+static void check_slice(struct gs_doctor *d, const char *id, struct totals *t)
+{
+    char limits[PATH_MAX], ledger[PATH_MAX];
+    if (snprintf(limits, sizeof limits, "%s/%s/" GS_LIMITS_FILE, d->state_dir, id) >=
+            (int)sizeof limits ||
+        snprintf(ledger, sizeof ledger, "%s/%s/" GS_LEDGER_FILE, d->state_dir, id) >=
+            (int)sizeof ledger)
+        return;
+    struct gs_limits l;
+    gs_error err = {0};
+    if (gs_limits_load(limits, &l, &err) < 0) {
+        struct gs_finding *f = gs_report_add(d->rep, GS_SEV_WARN, "tenant.limits-unreadable",
+                                             "slice %s has no readable limits file", id);
+        gs_finding_evidence(f, "%s", err.msg);
+        gs_finding_fix(f, "The agent writes it at Allocate; a slice without it runs uncapped. "
+                          "Restart the Pod holding it so the agent allocates it again.");
+        return;
+    }
+    t->slices++;
+    t->memory += l.memory;
+    struct stat st;
+    uint64_t age = 0;
+    time_t now = time(NULL);
+    if (stat(limits, &st) == 0 && now > st.st_mtime)
+        age = (uint64_t)(now - st.st_mtime);
+    struct gs_ledger *lg = NULL;
+    if (ledger_header_ok(ledger, &err) < 0 || gs_ledger_open(ledger, 0, &lg, &err) < 0) {
+        struct gs_finding *f = gs_report_add(d->rep, GS_SEV_WARN, "tenant.ledger-unreadable",
+                                             "slice %s: its ledger cannot be read", id);
+        gs_finding_evidence(f, "%s", err.msg);
+        gs_finding_fix(f, "The interposer cannot count usage in this slice either: delete the "
+                          "Pod holding it so the agent makes a fresh ledger.");
+        return;
+    }
+    uint64_t first = atomic_load(&lg->first_ctx_ns);
+    int procs = gs_ledger_procs(lg);
+    uint64_t used = gs_ledger_used(lg);
+    gs_ledger_close(lg);
+    if (first) {
+        t->used_cuda++;
+        return;
+    }
+    if (age < d->grace_s)
+        return;
+    char agebuf[32], mem[32];
+    fmt_age(age, agebuf, sizeof agebuf);
+    gs_quantity_format_bytes(l.memory, mem, sizeof mem);
+    struct gs_finding *f = gs_report_add(
+        d->rep, GS_SEV_WARN, "tenant.no-cuda",
+        "slice %s is held for %s but CUDA was never used in it: the interposer is not loaded, or "
+        "the app silently fell back to the CPU",
+        id, agebuf);
+    gs_finding_evidence(f,
+                        "%s: first_ctx_ns = 0 (no process ever created a CUDA context), %d "
+                        "processes, %llu bytes in use",
+                        ledger + strlen(d->root), procs, (unsigned long long)used);
+    gs_finding_evidence(f, "limits: memory %s, compute %llu%%, device %s",
+                        l.memory ? mem : "uncapped", (unsigned long long)l.compute,
+                        l.device[0] ? l.device : "?");
+    gs_finding_fix(f, "Find its Pod with `gpuslice monitor`. Inside it: `ls /run/gpuslice/limits` "
+                      "and `echo $LD_PRELOAD` (or cat /etc/ld.so.preload) must name "
+                      "libgpuslice.so; `python3 -c 'import torch; "
+                      "print(torch.cuda.is_available())'` must print True. If it prints False or "
+                      "libcuda.so.1 is missing, the Pod runs without the nvidia runtime: see "
+                      "cluster.pod-no-runtimeclass and runtime.nvidia-handler-missing.");
+}
+
+/* The node's gpu-memory unit label ("64Mi"), or NULL. */
+static const char *unit_text(const struct gs_doctor *d)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(d->this_node, "metadata");
+    return gs_yamljson_str(cJSON_GetObjectItemCaseSensitive(md, "labels"), GS_LABEL_MEMORY_UNIT);
+}
+
+/* Bytes of one gpuslice.io/gpu-memory unit; 0 when unknown. */
+static uint64_t memory_unit(const struct gs_doctor *d)
+{
+    const char *u = unit_text(d);
+    uint64_t v = 0;
+    if (!u || gs_quantity_parse_bytes(u, &v, NULL) < 0)
+        return 0;
+    return v;
+}
+
+static void check_unified_cluster(struct gs_doctor *d)
+{
+    if (!d->this_node)
+        return;
+    uint64_t unit = memory_unit(d);
+    if (!unit) {
+        struct gs_finding *f =
+            gs_report_add(d->rep, GS_SEV_INFO, "tenant.unified-unit-unknown",
+                          "Pod memory requests not compared with GPU slices: the gpu-memory unit "
+                          "is not known");
+        gs_finding_evidence(f, "node %s has no label " GS_LABEL_MEMORY_UNIT, d->node);
+        gs_finding_fix(f, "The agent publishes it; an agent that does not is older than this "
+                          "doctor.");
+        return;
+    }
+    char a[32], b[32];
+    const cJSON *alloc = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(d->this_node, "status"), "allocatable");
+    const char *units = gs_yamljson_str(alloc, GS_RES_MEMORY);
+    uint64_t n = 0;
+    if (units && gs_quantity_parse_bytes(units, &n, NULL) == 0 && d->mem_total &&
+        n <= UINT64_MAX / unit && n * unit > d->mem_total) {
+        gs_quantity_format_bytes(n * unit, a, sizeof a);
+        gs_quantity_format_bytes(d->mem_total, b, sizeof b);
+        struct gs_finding *f = gs_report_add(
+            d->rep, GS_SEV_ERROR, "tenant.unified-pool-too-big",
+            "the node advertises %s of GPU memory but the board has %s of RAM in all", a, b);
+        gs_finding_evidence(f, "allocatable %s = %s x %s; /proc/meminfo MemTotal = %s",
+                            GS_RES_MEMORY, units, unit_text(d), b);
+        gs_finding_fix(f, "The agent's pool must be MemTotal minus the reserve for the OS and K3s: "
+                          "check its configuration (pool size / reserve) and restart it.");
+    }
+    const cJSON *p;
+    cJSON_ArrayForEach(p, d->pods)
+    {
+        const char *node = gs_yamljson_str(cJSON_GetObjectItemCaseSensitive(p, "spec"), "nodeName");
+        uint64_t gu = 0, mem = 0;
+        if (!node || strcmp(node, d->node) || !gs_cluster_pod_active(p) ||
+            !gs_cluster_pod_request(p, GS_RES_MEMORY, &gu) || gu == 0 || gu > UINT64_MAX / unit)
+            continue;
+        uint64_t gbytes = gu * unit;
+        int has_mem = gs_cluster_pod_request(p, "memory", &mem);
+        if (has_mem && mem >= gbytes)
+            continue;
+        char name[300];
+        gs_cluster_obj_name(p, name, sizeof name);
+        gs_quantity_format_bytes(gbytes, a, sizeof a);
+        gs_quantity_format_bytes(mem, b, sizeof b);
+        struct gs_finding *f = gs_report_add(
+            d->rep, GS_SEV_WARN, "tenant.unified-pod-memory",
+            "Pod %s has a %s GPU slice but %s: on this unified-memory board both come out of "
+            "the same RAM, so the scheduler hands it out twice",
+            name, a, has_mem ? "requests less memory than that" : "no memory request");
+        gs_finding_evidence(f, "%s=%llu (x %s) = %s; memory request %s", GS_RES_MEMORY,
+                            (unsigned long long)gu, unit_text(d), a, has_mem ? b : "not set");
+        gs_finding_fix(f,
+                       "Set resources.requests.memory to at least %lluMi plus the process's "
+                       "own CPU working set (e.g. %lluMi), so the scheduler counts the RAM once.",
+                       (unsigned long long)(gbytes >> 20),
+                       (unsigned long long)((gbytes >> 20) + 512));
+    }
+}
+
+void gs_tenants_check(struct gs_doctor *d)
+{
+    struct totals t = {0};
+    DIR *dir = opendir(d->state_dir);
+    if (!dir) {
+        gs_report_add(d->rep, GS_SEV_INFO, "tenant.no-slices",
+                      "no slice state on this node (%s does not exist)",
+                      d->state_dir + (strncmp(d->state_dir, d->root, strlen(d->root)) == 0
+                                          ? strlen(d->root)
+                                          : 0));
+    } else {
+        char *names[1024];
+        size_t n = 0;
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL && n < 1024)
+            if (gs_slice_id_valid(e->d_name, NULL) == 0 && (names[n] = strdup(e->d_name)) != NULL)
+                n++;
+        closedir(dir);
+        for (size_t i = 0; i < n; i++) /* readdir order is not stable: sort */
+            for (size_t k = i + 1; k < n; k++)
+                if (strcmp(names[k], names[i]) < 0) {
+                    char *x = names[i];
+                    names[i] = names[k];
+                    names[k] = x;
+                }
+        for (size_t i = 0; i < n; i++) {
+            check_slice(d, names[i], &t);
+            free(names[i]);
+        }
+        gs_report_add(d->rep, t.slices ? GS_SEV_OK : GS_SEV_INFO,
+                      t.slices ? "tenant.slices" : "tenant.no-slices",
+                      "%zu slice(s) on this node, %zu used CUDA", t.slices, t.used_cuda);
+    }
+    if (d->platform != GS_PLAT_JETSON)
+        return;
+    if (d->mem_total && t.memory + UNIFIED_RESERVE > d->mem_total) {
+        char a[32], b[32];
+        gs_quantity_format_bytes(t.memory, a, sizeof a);
+        gs_quantity_format_bytes(d->mem_total, b, sizeof b);
+        struct gs_finding *f = gs_report_add(
+            d->rep, t.memory > d->mem_total ? GS_SEV_ERROR : GS_SEV_WARN,
+            "tenant.unified-overcommit",
+            "the slices on this board add up to %s of GPU memory; the board has %s of RAM for "
+            "everything",
+            a, b);
+        gs_finding_evidence(f,
+                            "%zu slices, memory caps summed: %s; /proc/meminfo MemTotal: %s; "
+                            "at least 1 GiB is needed for the OS and K3s",
+                            t.slices, a, b);
+        gs_finding_fix(f, "Lower the GPU memory of some Pods, or the agent's pool so it leaves "
+                          "the OS and K3s their reserve; the kernel's OOM killer picks a victim "
+                          "otherwise.");
+    }
+    check_unified_cluster(d);
+}
