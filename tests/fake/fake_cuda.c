@@ -1,0 +1,1689 @@
+/* A fake CUDA driver: $(BUILD)/sim/libcuda.so.1, for tests on machines without
+ * a GPU. It exports every entry point of src/common/gs_cuda_hooks.h (plus
+ * GS_FAKE_CU_EXTRAS) with the real driver's argument checks and error codes,
+ * counts device memory, and simulates kernel time per stream.
+ * docs/fake-driver.md lists what it simulates and what it does not.
+ *
+ * Device memory is bookkeeping only: device pointers are addresses in a range
+ * no process maps ((dev + 1) << 48), never dereferenced. Host allocations are
+ * real malloc'ed memory, since applications write to them. One mutex guards
+ * all state: tests need correctness, not speed; sleeping happens outside it. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/quantity.h"
+#include "fake_env.h"
+#include "gs_fake_cuda.h"
+
+#define MAX_DEVICES 16
+#define MIB (1ull << 20)
+#define VMM_GRANULARITY (2 * MIB) /* measured on H200: minimum = recommended */
+#define POOL_CHUNK (32 * MIB)     /* a 100 MiB async alloc reserved 128 MiB (measured) */
+#define ALLOC_ALIGN 512ull        /* cuMemAlloc alignment and pitch rounding */
+#define DEFAULT_MEM (16ull << 30)
+#define DEFAULT_DRIVER_VERSION 13000
+
+/* ---- entry points: enum, names, addresses, introduction versions ---- */
+
+enum entry {
+#define X(name, params, args) E_##name,
+    GS_FAKE_CU_ALL(X)
+#undef X
+        E_COUNT
+};
+
+static const char *const entry_names[E_COUNT] = {
+#define X(name, params, args) #name,
+    GS_FAKE_CU_ALL(X)
+#undef X
+};
+
+static void *const entry_fns[E_COUNT] = {
+#define X(name, params, args) (void *)name,
+    GS_FAKE_CU_ALL(X)
+#undef X
+};
+
+/* cudaVersion that introduced each export (cudaTypedefs.h PFN_<name>_v<ver>;
+ * specs/cuda-interposition.md §1.1). v1 32-bit variants (cuMemAlloc at 2000…)
+ * are not simulated: below the _v2 version the resolver says
+ * VERSION_NOT_SUFFICIENT. A 0 here is a missing row; fake_init reports it. */
+static const int entry_version[E_COUNT] = {
+    [E_cuMemAlloc_v2] = 3020,
+    [E_cuMemAllocPitch_v2] = 3020,
+    [E_cuMemAllocManaged] = 6000,
+    [E_cuMemFree_v2] = 3020,
+    [E_cuMemAllocAsync] = 11020,
+    [E_cuMemAllocAsync_ptsz] = 11020,
+    [E_cuMemAllocFromPoolAsync] = 11020,
+    [E_cuMemAllocFromPoolAsync_ptsz] = 11020,
+    [E_cuMemFreeAsync] = 11020,
+    [E_cuMemFreeAsync_ptsz] = 11020,
+    [E_cuMemCreate] = 10020,
+    [E_cuMemRelease] = 10020,
+    [E_cuMemMap] = 10020,
+    [E_cuMemUnmap] = 10020,
+    [E_cuArrayCreate_v2] = 3020,
+    [E_cuArray3DCreate_v2] = 3020,
+    [E_cuArrayDestroy] = 2000,
+    [E_cuMipmappedArrayCreate] = 5000,
+    [E_cuMipmappedArrayDestroy] = 5000,
+    [E_cuMemHostAlloc] = 2020,
+    [E_cuMemAllocHost_v2] = 3020,
+    [E_cuMemFreeHost] = 2000,
+    [E_cuMemHostRegister_v2] = 6050,
+    [E_cuMemHostUnregister] = 4000,
+    [E_cuMemGetInfo_v2] = 3020,
+    [E_cuDeviceTotalMem_v2] = 3020,
+    [E_cuLaunchKernel] = 4000,
+    [E_cuLaunchKernel_ptsz] = 7000,
+    [E_cuLaunchKernelEx] = 11060,
+    [E_cuLaunchKernelEx_ptsz] = 11060,
+    [E_cuLaunchCooperativeKernel] = 9000,
+    [E_cuLaunchCooperativeKernel_ptsz] = 9000,
+    [E_cuGraphLaunch] = 10000,
+    [E_cuGraphLaunch_ptsz] = 10000,
+    [E_cuInit] = 2000,
+    [E_cuDriverGetVersion] = 2020,
+    [E_cuDeviceGetCount] = 2000,
+    [E_cuDeviceGet] = 2000,
+    [E_cuDeviceGetName] = 2000,
+    [E_cuDeviceGetAttribute] = 2000,
+    [E_cuDevicePrimaryCtxRetain] = 7000,
+    [E_cuDevicePrimaryCtxRelease_v2] = 11000,
+    [E_cuCtxSetCurrent] = 4000,
+    [E_cuCtxGetCurrent] = 4000,
+    [E_cuCtxSynchronize] = 2000,
+    [E_cuStreamSynchronize] = 2000,
+    [E_cuStreamQuery] = 2000,
+    [E_cuMemAddressReserve] = 10020,
+    [E_cuMemAddressFree] = 10020,
+    [E_cuDeviceGetDefaultMemPool] = 11020,
+    [E_cuMemPoolTrimTo] = 11020,
+    [E_cuMemPoolGetAttribute] = 11020,
+    [E_cuGetErrorString] = 6000,
+    [E_cuGetProcAddress] = 11030,
+    [E_cuGetProcAddress_v2] = 12000,
+    [E_cuGetExportTable] = 3000,
+    [E_cuCtxGetDevice] = 2000,
+    [E_cuCtxGetDevice_v2] = 13000,
+    [E_cuCtxSynchronize_v2] = 13000,
+    [E_cuStreamCreate] = 2000,
+    [E_cuStreamDestroy_v2] = 4000,
+    [E_cuStreamSynchronize_ptsz] = 7000,
+    [E_cuStreamQuery_ptsz] = 7000,
+    [E_cuMemGetAllocationGranularity] = 10020,
+    [E_cuMemPoolSetAttribute] = 11020,
+};
+
+/* ---- state ---- */
+
+enum kind {
+    K_DEVICE = 1 << 0,  /* cuMemAlloc, cuMemAllocPitch */
+    K_MANAGED = 1 << 1, /* cuMemAllocManaged */
+    K_POOLED = 1 << 2,  /* cuMemAlloc[FromPool]Async */
+    K_HOST = 1 << 3,    /* cuMemHostAlloc, cuMemAllocHost: real memory */
+    K_HOSTREG = 1 << 4, /* cuMemHostRegister */
+    K_ARRAY = 1 << 5,
+    K_MIPMAP = 1 << 6,
+    K_RESERVE = 1 << 7, /* cuMemAddressReserve */
+    K_HANDLE = 1 << 8,  /* cuMemCreate */
+    K_MAPPING = 1 << 9, /* cuMemMap */
+    K_STREAM = 1 << 10,
+};
+
+struct rec {
+    enum kind kind;
+    uint64_t addr; /* pointer, or handle id */
+    size_t size;
+    size_t charge;       /* device bytes counted for it */
+    int dev;             /* device charged, -1 for none */
+    int maps;            /* K_HANDLE: live mappings */
+    bool released;       /* K_HANDLE: cuMemRelease called */
+    uint64_t handle;     /* K_MAPPING: the mapped handle */
+    struct pool *pool;   /* K_POOLED: the pool holding its memory */
+    uint64_t busy_until; /* K_STREAM: end of queued work, CLOCK_MONOTONIC ns */
+};
+
+struct pool {
+    int dev;
+    size_t reserved, used, reserved_high, used_high;
+    uint64_t release_threshold;
+};
+
+struct ctx {
+    int dev;
+    int refs;
+};
+
+struct device {
+    size_t total, used;
+    uint64_t busy_until;         /* end of all queued work on the device */
+    uint64_t default_busy_until; /* the default stream's queue */
+    uint64_t next_va;
+};
+
+static struct {
+    /* configuration */
+    int ndev;
+    uint64_t mem;
+    bool unified;
+    uint64_t kernel_ns;
+    int driver_version;
+    char name[256];
+    uint64_t ctx_overhead;
+    bool banner;
+    struct fake_fail fail[E_COUNT];
+    /* simulation */
+    bool initialized;
+    unsigned generation; /* bumped by reset, invalidates threads' current contexts */
+    struct device devs[MAX_DEVICES];
+    struct ctx ctxs[MAX_DEVICES];
+    struct pool pools[MAX_DEVICES];
+    struct rec *recs;
+    size_t nrecs, caprecs;
+    uint64_t next_id;
+    uint64_t next_vmm_va;
+} st;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static _Atomic unsigned long calls[E_COUNT];
+static _Atomic unsigned long long launches;
+static atomic_bool banner_done;
+static __thread struct {
+    struct ctx *ctx;
+    unsigned generation;
+} current;
+
+/* ---- configuration and reset (lock held or before any other thread) ---- */
+
+static void read_config(void)
+{
+    st.ndev = (int)fake_env_int("GS_FAKE_DEVICES", 1, 0, MAX_DEVICES);
+    st.mem = fake_env_bytes("GS_FAKE_MEM", DEFAULT_MEM);
+    st.unified = fake_env_int("GS_FAKE_UNIFIED", 0, 0, 1) == 1;
+    st.kernel_ns = (uint64_t)fake_env_int("GS_FAKE_KERNEL_US", 0, 0, 3600000000LL) * 1000;
+    st.driver_version =
+        (int)fake_env_int("GS_FAKE_DRIVER_VERSION", DEFAULT_DRIVER_VERSION, 2000, 99990);
+    fake_env_sim_name(fake_env_str("GS_FAKE_NAME", "gpuslice simulated GPU"), st.name,
+                      sizeof st.name);
+    st.ctx_overhead = (uint64_t)fake_env_int("GS_FAKE_CTX_OVERHEAD", 0, 0, INT64_MAX);
+    st.banner = fake_env_int("GS_FAKE_BANNER", 0, 0, 1) == 1;
+    fake_env_fail("GS_FAKE_FAIL", entry_names, E_COUNT, st.fail);
+}
+
+/* Frees what the records own: host memory and the table itself. */
+static void free_records(void)
+{
+    for (size_t i = 0; i < st.nrecs; i++)
+        if (st.recs[i].kind == K_HOST)
+            free((void *)(uintptr_t)st.recs[i].addr);
+    free(st.recs);
+    st.recs = NULL;
+    st.nrecs = st.caprecs = 0;
+}
+
+/* At dlclose, so leak checkers see no memory held by an unmapped library. */
+__attribute__((destructor)) static void fake_fini(void)
+{
+    pthread_mutex_lock(&lock);
+    free_records();
+    pthread_mutex_unlock(&lock);
+}
+
+static void reset_state(void)
+{
+    free_records();
+    unsigned gen = st.generation + 1;
+    memset(&st, 0, sizeof st);
+    st.generation = gen;
+    read_config();
+    for (int d = 0; d < MAX_DEVICES; d++) {
+        st.devs[d].total = st.mem;
+        st.devs[d].next_va = (uint64_t)(d + 1) << 48;
+        st.ctxs[d].dev = d;
+        st.pools[d].dev = d;
+    }
+    st.next_id = 0x1000;
+    st.next_vmm_va = (uint64_t)(MAX_DEVICES + 1) << 48;
+    for (int e = 0; e < E_COUNT; e++)
+        atomic_store(&calls[e], 0);
+    atomic_store(&launches, 0);
+}
+
+static void fake_init(void)
+{
+    reset_state();
+    for (int e = 0; e < E_COUNT; e++)
+        if (!entry_version[e])
+            fprintf(stderr, "gpuslice fake: %s has no introduction version\n", entry_names[e]);
+}
+
+static pthread_mutex_t *lock_take(void)
+{
+    pthread_mutex_lock(&lock);
+    return &lock;
+}
+
+static void lock_drop(pthread_mutex_t **m)
+{
+    pthread_mutex_unlock(*m);
+}
+
+/* Counts the call; true when GS_FAKE_FAIL says this call fails with *code. */
+static bool entry_fails(enum entry e, CUresult *code)
+{
+    pthread_once(&once, fake_init);
+    unsigned long n = atomic_fetch_add(&calls[e], 1) + 1;
+    pthread_mutex_lock(&lock);
+    bool fails = fake_env_should_fail(&st.fail[e], n);
+    *code = st.fail[e].code;
+    pthread_mutex_unlock(&lock);
+    return fails;
+}
+
+/* Every entry point starts with ENTER (counts, injects, takes the lock for the
+ * rest of the function) or ENTER_UNLOCKED (for calls that sleep). */
+#define ENTER_UNLOCKED(name)                   \
+    do {                                       \
+        CUresult injected_;                    \
+        if (entry_fails(E_##name, &injected_)) \
+            return injected_;                  \
+    } while (0)
+#define LOCKED() __attribute__((cleanup(lock_drop), unused)) pthread_mutex_t *guard_ = lock_take()
+#define ENTER(name)       \
+    ENTER_UNLOCKED(name); \
+    LOCKED()
+#define NEED_INIT()                            \
+    do {                                       \
+        if (!st.initialized)                   \
+            return CUDA_ERROR_NOT_INITIALIZED; \
+    } while (0)
+
+/* ---- helpers (lock held) ---- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t t)
+{
+    for (uint64_t now = now_ns(); now < t; now = now_ns()) {
+        uint64_t d = t - now;
+        struct timespec ts = {.tv_sec = (time_t)(d / 1000000000ull),
+                              .tv_nsec = (long)(d % 1000000000ull)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static size_t round_up(size_t n, size_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+static bool dev_ok(CUdevice dev)
+{
+    return dev >= 0 && dev < st.ndev;
+}
+
+/* The driver's order of checks for (out-pointer, device) calls. */
+static CUresult check_out_dev(const void *out, CUdevice dev)
+{
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    return dev_ok(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+static struct rec *rec_add(enum kind kind, uint64_t addr, size_t size, size_t charge, int dev)
+{
+    if (st.nrecs == st.caprecs) {
+        size_t cap = st.caprecs ? st.caprecs * 2 : 64;
+        struct rec *r = realloc(st.recs, cap * sizeof *r);
+        if (!r)
+            return NULL;
+        st.recs = r;
+        st.caprecs = cap;
+    }
+    struct rec *r = &st.recs[st.nrecs++];
+    *r = (struct rec){.kind = kind, .addr = addr, .size = size, .charge = charge, .dev = dev};
+    return r;
+}
+
+static struct rec *rec_find(unsigned kinds, uint64_t addr)
+{
+    for (size_t i = 0; i < st.nrecs; i++)
+        if ((st.recs[i].kind & kinds) && st.recs[i].addr == addr)
+            return &st.recs[i];
+    return NULL;
+}
+
+static void rec_del(struct rec *r)
+{
+    *r = st.recs[--st.nrecs];
+}
+
+static uint64_t new_id(void)
+{
+    return st.next_id += 0x10;
+}
+
+static CUresult charge(int dev, size_t n)
+{
+    struct device *d = &st.devs[dev];
+    if (n > d->total - d->used)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    d->used += n;
+    return CUDA_SUCCESS;
+}
+
+static void uncharge(int dev, size_t n)
+{
+    if (dev >= 0)
+        st.devs[dev].used -= n;
+}
+
+/* Drops a record and gives back what it charged (and host memory it owns). */
+static void rec_free(struct rec *r)
+{
+    uncharge(r->dev, r->charge);
+    if (r->kind == K_HOST)
+        free((void *)(uintptr_t)r->addr);
+    rec_del(r);
+}
+
+static struct ctx *ctx_current(void)
+{
+    if (current.generation != st.generation)
+        return NULL;
+    return current.ctx;
+}
+
+/* The current context's device; CUDA_ERROR_INVALID_CONTEXT without one. */
+static CUresult current_dev(int *dev)
+{
+    struct ctx *c = ctx_current();
+    if (!c || c->refs == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *dev = c->dev;
+    return CUDA_SUCCESS;
+}
+
+static struct ctx *ctx_from(CUcontext h)
+{
+    for (int d = 0; d < st.ndev; d++)
+        if ((CUcontext)&st.ctxs[d] == h)
+            return &st.ctxs[d];
+    return NULL;
+}
+
+/* A stream's device and queue; NULL and the legacy/per-thread handles are
+ * the current context's default stream. */
+static CUresult stream_queue(CUstream s, int *dev, uint64_t **busy_until)
+{
+    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+        CUresult rc = current_dev(dev);
+        if (rc == CUDA_SUCCESS)
+            *busy_until = &st.devs[*dev].default_busy_until;
+        return rc;
+    }
+    struct rec *r = rec_find(K_STREAM, (uint64_t)(uintptr_t)s);
+    if (!r)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *dev = r->dev;
+    *busy_until = &r->busy_until;
+    return CUDA_SUCCESS;
+}
+
+static struct pool *pool_from(CUmemoryPool h)
+{
+    for (int d = 0; d < st.ndev; d++)
+        if ((CUmemoryPool)&st.pools[d] == h)
+            return &st.pools[d];
+    return NULL;
+}
+
+/* Gives reserved pool memory back to the device down to max(keep, in use). */
+static void pool_trim(struct pool *p, uint64_t keep)
+{
+    size_t target = round_up(p->used, POOL_CHUNK);
+    if (keep > target)
+        target = keep < p->reserved ? (size_t)keep : p->reserved;
+    if (target < p->reserved) {
+        uncharge(p->dev, p->reserved - target);
+        p->reserved = target;
+    }
+}
+
+static void pools_settle(int dev)
+{
+    pool_trim(&st.pools[dev], st.pools[dev].release_threshold);
+}
+
+/* ---- memory ---- */
+
+/* Hands out device address space and records an allocation charged to dev. */
+static CUresult dev_alloc(CUdeviceptr *dptr, size_t bytes, int dev, enum kind kind)
+{
+    size_t c = round_up(bytes, ALLOC_ALIGN);
+    if (c < bytes)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = charge(dev, c);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    uint64_t va = st.devs[dev].next_va;
+    if (!rec_add(kind, va, bytes, c, dev)) {
+        uncharge(dev, c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    st.devs[dev].next_va += round_up(c, VMM_GRANULARITY);
+    *dptr = va;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    ENTER(cuMemAlloc_v2);
+    NEED_INIT();
+    int dev;
+    CUresult rc = current_dev(&dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return dev_alloc(dptr, bytesize, dev, K_DEVICE);
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes)
+{
+    ENTER(cuMemAllocPitch_v2);
+    NEED_INIT();
+    int dev;
+    CUresult rc = current_dev(&dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t pitch = round_up(WidthInBytes, ALLOC_ALIGN);
+    if (pitch < WidthInBytes || Height > SIZE_MAX / pitch)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    rc = dev_alloc(dptr, pitch * Height, dev, K_DEVICE);
+    if (rc == CUDA_SUCCESS)
+        *pPitch = pitch;
+    return rc;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    ENTER(cuMemAllocManaged);
+    NEED_INIT();
+    int dev;
+    CUresult rc = current_dev(&dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+        return CUDA_ERROR_INVALID_VALUE;
+    return dev_alloc(dptr, bytesize, dev, K_MANAGED);
+}
+
+static CUresult pool_alloc(CUdeviceptr *dptr, size_t bytes, struct pool *p)
+{
+    if (!dptr || bytes == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t c = round_up(bytes, ALLOC_ALIGN);
+    if (c < bytes || c > SIZE_MAX - p->used)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t grow = 0;
+    if (p->used + c > p->reserved) {
+        grow = round_up(p->used + c - p->reserved, POOL_CHUNK);
+        CUresult rc = charge(p->dev, grow);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
+    uint64_t va = st.devs[p->dev].next_va;
+    struct rec *r = rec_add(K_POOLED, va, bytes, 0, -1); /* the pool holds the charge */
+    if (!r) {
+        uncharge(p->dev, grow);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    r->pool = p;
+    st.devs[p->dev].next_va += round_up(c, VMM_GRANULARITY);
+    p->reserved += grow;
+    p->used += c;
+    if (p->reserved > p->reserved_high)
+        p->reserved_high = p->reserved;
+    if (p->used > p->used_high)
+        p->used_high = p->used;
+    *dptr = va;
+    return CUDA_SUCCESS;
+}
+
+/* Returns a pooled allocation to its pool (the device gets it back at sync or trim). */
+static void pool_free(struct rec *r)
+{
+    r->pool->used -= round_up(r->size, ALLOC_ALIGN);
+    rec_del(r);
+}
+
+/* Frees device, managed or pooled memory (pooled goes back to its pool). */
+static CUresult mem_free(CUdeviceptr dptr)
+{
+    struct rec *r = rec_find(K_DEVICE | K_MANAGED | K_POOLED, dptr);
+    if (!r)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (r->kind == K_POOLED)
+        pool_free(r);
+    else
+        rec_free(r);
+    return CUDA_SUCCESS;
+}
+
+static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    NEED_INIT();
+    int dev;
+    uint64_t *busy;
+    CUresult rc = stream_queue(hStream, &dev, &busy);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    return pool_alloc(dptr, bytesize, &st.pools[dev]);
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    ENTER(cuMemAllocAsync);
+    return alloc_async(dptr, bytesize, hStream);
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    ENTER(cuMemAllocAsync_ptsz);
+    return alloc_async(dptr, bytesize, hStream);
+}
+
+static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                CUstream hStream)
+{
+    NEED_INIT();
+    int dev;
+    uint64_t *busy;
+    CUresult rc = stream_queue(hStream, &dev, &busy);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    struct pool *p = pool_from(pool);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    return pool_alloc(dptr, bytesize, p);
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream)
+{
+    ENTER(cuMemAllocFromPoolAsync);
+    return alloc_from_pool(dptr, bytesize, pool, hStream);
+}
+
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream)
+{
+    ENTER(cuMemAllocFromPoolAsync_ptsz);
+    return alloc_from_pool(dptr, bytesize, pool, hStream);
+}
+
+static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
+{
+    NEED_INIT();
+    int dev;
+    uint64_t *busy;
+    CUresult rc = stream_queue(hStream, &dev, &busy);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    return mem_free(dptr);
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    ENTER(cuMemFreeAsync);
+    return free_async(dptr, hStream);
+}
+
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    ENTER(cuMemFreeAsync_ptsz);
+    return free_async(dptr, hStream);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    ENTER(cuMemFree_v2);
+    NEED_INIT();
+    return mem_free(dptr);
+}
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+{
+    ENTER(cuMemGetInfo_v2);
+    NEED_INIT();
+    int dev;
+    CUresult rc = current_dev(&dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!free_bytes || !total)
+        return CUDA_ERROR_INVALID_VALUE;
+    *free_bytes = st.devs[dev].total - st.devs[dev].used;
+    *total = st.devs[dev].total;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    ENTER(cuDeviceTotalMem_v2);
+    NEED_INIT();
+    CUresult rc = check_out_dev(bytes, dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    *bytes = st.devs[dev].total;
+    return CUDA_SUCCESS;
+}
+
+/* ---- VMM ---- */
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       int option)
+{
+    ENTER(cuMemGetAllocationGranularity);
+    NEED_INIT();
+    if (!granularity || !prop ||
+        (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+         option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = VMM_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags)
+{
+    ENTER(cuMemAddressReserve);
+    NEED_INIT();
+    if (!ptr || size == 0 || size % VMM_GRANULARITY || (alignment & (alignment - 1)) || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (alignment < VMM_GRANULARITY)
+        alignment = VMM_GRANULARITY;
+    uint64_t va = round_up(st.next_vmm_va, alignment);
+    if (!rec_add(K_RESERVE, va, size, 0, -1))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    st.next_vmm_va = va + size;
+    *ptr = va; /* the hint `addr` is not honoured, as the driver may do */
+    return CUDA_SUCCESS;
+}
+
+static bool overlaps(uint64_t a, size_t an, uint64_t b, size_t bn)
+{
+    return a < b + bn && b < a + an;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    ENTER(cuMemAddressFree);
+    NEED_INIT();
+    struct rec *r = rec_find(K_RESERVE, ptr);
+    if (!r || r->size != size)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < st.nrecs; i++)
+        if (st.recs[i].kind == K_MAPPING && overlaps(st.recs[i].addr, st.recs[i].size, ptr, size))
+            return CUDA_ERROR_INVALID_VALUE; /* still mapped: unmap first */
+    rec_del(r);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                     const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    ENTER(cuMemCreate);
+    NEED_INIT();
+    if (!handle || !prop || flags || size == 0 || size % VMM_GRANULARITY ||
+        prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev = -1;
+    switch (prop->location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        if (!dev_ok(prop->location.id))
+            return CUDA_ERROR_INVALID_DEVICE;
+        dev = prop->location.id;
+        break;
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: break; /* host pages: no device charge */
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (dev >= 0) {
+        CUresult rc = charge(dev, size);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+    }
+    uint64_t id = new_id();
+    if (!rec_add(K_HANDLE, id, size, dev >= 0 ? size : 0, dev)) {
+        uncharge(dev, dev >= 0 ? size : 0);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *handle = id;
+    return CUDA_SUCCESS;
+}
+
+/* Real rule: the memory goes when the handle is released and unmapped everywhere. */
+static void handle_drop_if_unused(struct rec *h)
+{
+    if (h->released && h->maps == 0)
+        rec_free(h);
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    ENTER(cuMemRelease);
+    NEED_INIT();
+    struct rec *h = rec_find(K_HANDLE, handle);
+    if (!h || h->released)
+        return CUDA_ERROR_INVALID_VALUE;
+    h->released = true;
+    handle_drop_if_unused(h);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags)
+{
+    ENTER(cuMemMap);
+    NEED_INIT();
+    if (flags || size == 0 || size % VMM_GRANULARITY || offset % VMM_GRANULARITY ||
+        ptr % VMM_GRANULARITY)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct rec *h = rec_find(K_HANDLE, handle);
+    if (!h || h->released)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (offset > h->size || size > h->size - offset)
+        return CUDA_ERROR_INVALID_VALUE;
+    bool inside = false;
+    for (size_t i = 0; i < st.nrecs; i++) {
+        struct rec *r = &st.recs[i];
+        if (r->kind == K_RESERVE && ptr >= r->addr && ptr + size <= r->addr + r->size)
+            inside = true;
+        if (r->kind == K_MAPPING && overlaps(r->addr, r->size, ptr, size))
+            return CUDA_ERROR_ALREADY_MAPPED;
+    }
+    if (!inside)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct rec *m = rec_add(K_MAPPING, ptr, size, 0, -1);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    m->handle = handle;
+    rec_find(K_HANDLE, handle)->maps++; /* rec_add may have moved the table */
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    ENTER(cuMemUnmap);
+    NEED_INIT();
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    int found = 0;
+    for (size_t i = 0; i < st.nrecs; i++) {
+        struct rec *r = &st.recs[i];
+        if (r->kind != K_MAPPING || !overlaps(r->addr, r->size, ptr, size))
+            continue;
+        if (r->addr < ptr || r->addr + r->size > ptr + size)
+            return CUDA_ERROR_INVALID_VALUE; /* would split a mapping */
+        found++;
+    }
+    if (!found)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = st.nrecs; i-- > 0;) {
+        struct rec *r = &st.recs[i];
+        if (r->kind != K_MAPPING || !overlaps(r->addr, r->size, ptr, size))
+            continue;
+        uint64_t handle = r->handle;
+        rec_del(r);
+        struct rec *h = rec_find(K_HANDLE, handle);
+        h->maps--;
+        handle_drop_if_unused(h);
+        i = st.nrecs; /* records moved: scan again from the end */
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ---- pools ---- */
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+    ENTER(cuDeviceGetDefaultMemPool);
+    NEED_INIT();
+    CUresult rc = check_out_dev(pool_out, dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    *pool_out = (CUmemoryPool)&st.pools[dev];
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    ENTER(cuMemPoolTrimTo);
+    NEED_INIT();
+    struct pool *p = pool_from(pool);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    pool_trim(p, minBytesToKeep);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value)
+{
+    ENTER(cuMemPoolGetAttribute);
+    NEED_INIT();
+    struct pool *p = pool_from(pool);
+    if (!p || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    cuuint64_t v;
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES ... CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        *(int *)value = 1;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: v = p->release_threshold; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: v = p->reserved; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: v = p->reserved_high; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: v = p->used; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: v = p->used_high; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    memcpy(value, &v, sizeof v);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value)
+{
+    ENTER(cuMemPoolSetAttribute);
+    NEED_INIT();
+    struct pool *p = pool_from(pool);
+    if (!p || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    cuuint64_t v;
+    memcpy(&v, value, sizeof v);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES ... CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->release_threshold = v; return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: /* only resettable, to 0 */
+        if (v)
+            return CUDA_ERROR_INVALID_VALUE;
+        p->reserved_high = p->reserved;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (v)
+            return CUDA_ERROR_INVALID_VALUE;
+        p->used_high = p->used;
+        return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+/* ---- arrays ---- */
+
+static size_t format_bytes(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
+    }
+    return 0;
+}
+
+/* The spec's estimate (§2): Width × max(Height,1) × max(Depth,1) × channels × element size. */
+static size_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    size_t elem = format_bytes(d->Format);
+    if (!elem || d->Width == 0 ||
+        (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
+        return 0;
+    unsigned __int128 b = (unsigned __int128)d->Width * (d->Height ? d->Height : 1) *
+                          (d->Depth ? d->Depth : 1) * d->NumChannels * elem;
+    return b > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)b;
+}
+
+/* Records an array-like object of `bytes` on the current device. */
+static CUresult object_create(uint64_t *handle, size_t bytes, enum kind kind)
+{
+    NEED_INIT();
+    int dev;
+    CUresult rc = current_dev(&dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!handle || bytes == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t c = round_up(bytes, ALLOC_ALIGN);
+    rc = charge(dev, c);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    uint64_t id = new_id();
+    if (!rec_add(kind, id, bytes, c, dev)) {
+        uncharge(dev, c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *handle = id;
+    return CUDA_SUCCESS;
+}
+
+static CUresult object_destroy(uint64_t handle, enum kind kind)
+{
+    NEED_INIT();
+    struct rec *r = rec_find(kind, handle);
+    if (!r)
+        return CUDA_ERROR_INVALID_HANDLE;
+    rec_free(r);
+    return CUDA_SUCCESS;
+}
+
+static CUresult array_create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    uint64_t h = 0;
+    CUresult rc = object_create(pHandle ? &h : NULL, d ? array_bytes(d) : 0, K_ARRAY);
+    if (rc == CUDA_SUCCESS)
+        *pHandle = (CUarray)(uintptr_t)h;
+    return rc;
+}
+
+CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
+{
+    ENTER(cuArrayCreate_v2);
+    if (!pAllocateArray)
+        return array_create(pHandle, NULL);
+    CUDA_ARRAY3D_DESCRIPTOR d = {.Width = pAllocateArray->Width,
+                                 .Height = pAllocateArray->Height,
+                                 .Format = pAllocateArray->Format,
+                                 .NumChannels = pAllocateArray->NumChannels};
+    return array_create(pHandle, &d);
+}
+
+CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
+{
+    ENTER(cuArray3DCreate_v2);
+    return array_create(pHandle, pAllocateArray);
+}
+
+CUresult cuArrayDestroy(CUarray hArray)
+{
+    ENTER(cuArrayDestroy);
+    return object_destroy((uint64_t)(uintptr_t)hArray, K_ARRAY);
+}
+
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+                                unsigned int numMipmapLevels)
+{
+    ENTER(cuMipmappedArrayCreate);
+    size_t total = 0;
+    if (pMipmappedArrayDesc && numMipmapLevels > 0 && numMipmapLevels <= 32) {
+        /* Layered (0x01) and cubemap (0x04) arrays keep Depth as layers at every level. */
+        bool layers = pMipmappedArrayDesc->Flags & 0x05;
+        for (unsigned l = 0; l < numMipmapLevels; l++) {
+            CUDA_ARRAY3D_DESCRIPTOR d = *pMipmappedArrayDesc;
+            d.Width = d.Width >> l ? d.Width >> l : 1;
+            d.Height = d.Height ? (d.Height >> l ? d.Height >> l : 1) : 0;
+            if (!layers)
+                d.Depth = d.Depth ? (d.Depth >> l ? d.Depth >> l : 1) : 0;
+            size_t b = array_bytes(&d);
+            if (!b) {
+                total = 0;
+                break;
+            }
+            total += b;
+        }
+    }
+    uint64_t h = 0;
+    CUresult rc = object_create(pHandle ? &h : NULL, total, K_MIPMAP);
+    if (rc == CUDA_SUCCESS)
+        *pHandle = (CUmipmappedArray)(uintptr_t)h;
+    return rc;
+}
+
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
+{
+    ENTER(cuMipmappedArrayDestroy);
+    return object_destroy((uint64_t)(uintptr_t)hMipmappedArray, K_MIPMAP);
+}
+
+/* ---- host memory ---- */
+
+static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
+{
+    NEED_INIT();
+    int dev;
+    CUresult rc = current_dev(&dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!pp || bytesize == 0 || (flags & ~7u))
+        return CUDA_ERROR_INVALID_VALUE;
+    /* On an integrated GPU pinned host memory is the same RAM the GPU allocates from. */
+    size_t c = st.unified ? round_up(bytesize, ALLOC_ALIGN) : 0;
+    if (c && (rc = charge(dev, c)) != CUDA_SUCCESS)
+        return rc;
+    void *p = malloc(bytesize);
+    if (!p || !rec_add(K_HOST, (uint64_t)(uintptr_t)p, bytesize, c, c ? dev : -1)) {
+        free(p);
+        uncharge(c ? dev : -1, c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *pp = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    ENTER(cuMemHostAlloc);
+    return host_alloc(pp, bytesize, Flags);
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    ENTER(cuMemAllocHost_v2);
+    return host_alloc(pp, bytesize, 0);
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+    ENTER(cuMemFreeHost);
+    NEED_INIT();
+    struct rec *r = rec_find(K_HOST, (uint64_t)(uintptr_t)p);
+    if (!p || !r)
+        return CUDA_ERROR_INVALID_VALUE;
+    rec_free(r);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    ENTER(cuMemHostRegister_v2);
+    NEED_INIT();
+    int dev;
+    CUresult rc = current_dev(&dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!p || bytesize == 0 || (Flags & ~0xfu))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < st.nrecs; i++)
+        if (st.recs[i].kind == K_HOSTREG &&
+            overlaps(st.recs[i].addr, st.recs[i].size, (uintptr_t)p, bytesize))
+            return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    if (!rec_add(K_HOSTREG, (uintptr_t)p, bytesize, 0, -1))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostUnregister(void *p)
+{
+    ENTER(cuMemHostUnregister);
+    NEED_INIT();
+    struct rec *r = rec_find(K_HOSTREG, (uint64_t)(uintptr_t)p);
+    if (!p || !r)
+        return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    rec_del(r);
+    return CUDA_SUCCESS;
+}
+
+/* ---- launches and synchronisation ---- */
+
+/* Queues one simulated kernel (or graph) of GS_FAKE_KERNEL_US on a stream. */
+static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, CUstream hStream)
+{
+    NEED_INIT();
+    int dev;
+    uint64_t *busy;
+    CUresult rc = stream_queue(hStream, &dev, &busy);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!what)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t now = now_ns();
+    *busy = (*busy > now ? *busy : now) + st.kernel_ns;
+    if (*busy > st.devs[dev].busy_until)
+        st.devs[dev].busy_until = *busy;
+    atomic_fetch_add(&launches, 1);
+    return CUDA_SUCCESS;
+}
+
+#define LAUNCH_ARGS f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void **kernelParams, void **extra)
+{
+    ENTER(cuLaunchKernel);
+    return launch(LAUNCH_ARGS);
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                             unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                             void **kernelParams, void **extra)
+{
+    ENTER(cuLaunchKernel_ptsz);
+    return launch(LAUNCH_ARGS);
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                   unsigned int gridDimZ, unsigned int blockDimX,
+                                   unsigned int blockDimY, unsigned int blockDimZ,
+                                   unsigned int sharedMemBytes, CUstream hStream,
+                                   void **kernelParams)
+{
+    ENTER(cuLaunchCooperativeKernel);
+    return launch(LAUNCH_ARGS);
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                        unsigned int gridDimZ, unsigned int blockDimX,
+                                        unsigned int blockDimY, unsigned int blockDimZ,
+                                        unsigned int sharedMemBytes, CUstream hStream,
+                                        void **kernelParams)
+{
+    ENTER(cuLaunchCooperativeKernel_ptsz);
+    return launch(LAUNCH_ARGS);
+}
+
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                  c->blockDimZ, c->hStream);
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                          void **extra)
+{
+    ENTER(cuLaunchKernelEx);
+    return launch_ex(config, f);
+}
+
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                               void **extra)
+{
+    ENTER(cuLaunchKernelEx_ptsz);
+    return launch_ex(config, f);
+}
+
+/* A graph counts as one launch of one kernel's duration (docs/fake-driver.md). */
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    ENTER(cuGraphLaunch);
+    return launch(hGraphExec, 1, 1, 1, 1, 1, 1, hStream);
+}
+
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    ENTER(cuGraphLaunch_ptsz);
+    return launch(hGraphExec, 1, 1, 1, 1, 1, 1, hStream);
+}
+
+/* Waits (sleeping, without the lock) until a stream's or a whole device's
+ * work is done, then lets the device's pool settle as the driver does at
+ * synchronisation (release threshold). */
+static CUresult sync_wait(CUstream s, bool whole_device, CUcontext ctx)
+{
+    uint64_t until;
+    int dev;
+    {
+        LOCKED();
+        NEED_INIT();
+        CUresult rc;
+        if (whole_device) {
+            struct ctx *c = ctx ? ctx_from(ctx) : ctx_current();
+            if (!c || c->refs == 0)
+                return CUDA_ERROR_INVALID_CONTEXT;
+            dev = c->dev;
+            until = st.devs[dev].busy_until;
+        } else {
+            uint64_t *busy;
+            if ((rc = stream_queue(s, &dev, &busy)) != CUDA_SUCCESS)
+                return rc;
+            until = *busy;
+        }
+    }
+    sleep_until(until);
+    LOCKED();
+    pools_settle(dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+    ENTER_UNLOCKED(cuCtxSynchronize);
+    return sync_wait(NULL, true, NULL);
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    ENTER_UNLOCKED(cuCtxSynchronize_v2);
+    return sync_wait(NULL, true, ctx);
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+    ENTER_UNLOCKED(cuStreamSynchronize);
+    return sync_wait(hStream, false, NULL);
+}
+
+CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+    ENTER_UNLOCKED(cuStreamSynchronize_ptsz);
+    return sync_wait(hStream, false, NULL);
+}
+
+static CUresult stream_query(CUstream s)
+{
+    NEED_INIT();
+    int dev;
+    uint64_t *busy;
+    CUresult rc = stream_queue(s, &dev, &busy);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    return now_ns() < *busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+CUresult cuStreamQuery(CUstream hStream)
+{
+    ENTER(cuStreamQuery);
+    return stream_query(hStream);
+}
+
+CUresult cuStreamQuery_ptsz(CUstream hStream)
+{
+    ENTER(cuStreamQuery_ptsz);
+    return stream_query(hStream);
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    ENTER(cuStreamCreate);
+    NEED_INIT();
+    int dev;
+    CUresult rc = current_dev(&dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!phStream || (Flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t id = new_id();
+    if (!rec_add(K_STREAM, id, 0, 0, dev)) /* dev: the stream's device; it charges nothing */
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *phStream = (CUstream)(uintptr_t)id;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    ENTER(cuStreamDestroy_v2);
+    NEED_INIT();
+    struct rec *r = rec_find(K_STREAM, (uint64_t)(uintptr_t)hStream);
+    if (!r)
+        return CUDA_ERROR_INVALID_HANDLE;
+    rec_del(r); /* queued work still finishes: the device's busy_until keeps it */
+    return CUDA_SUCCESS;
+}
+
+/* ---- initialisation, devices, contexts ---- */
+
+CUresult cuInit(unsigned int Flags)
+{
+    ENTER(cuInit);
+    if (Flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (st.ndev == 0)
+        return CUDA_ERROR_NO_DEVICE;
+    st.initialized = true;
+    if (st.banner && !atomic_exchange(&banner_done, true)) {
+        char mem[32];
+        gs_quantity_format_bytes(st.mem, mem, sizeof mem);
+        fprintf(stderr, "gpuslice: SIMULATED GPU (no NVIDIA driver in use): %s, %s\n", st.name,
+                mem);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *driverVersion)
+{
+    ENTER(cuDriverGetVersion);
+    if (!driverVersion)
+        return CUDA_ERROR_INVALID_VALUE;
+    *driverVersion = st.driver_version;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+    ENTER(cuDeviceGetCount);
+    NEED_INIT();
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    *count = st.ndev;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    ENTER(cuDeviceGet);
+    NEED_INIT();
+    CUresult rc = check_out_dev(device, ordinal);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    ENTER(cuDeviceGetName);
+    NEED_INIT();
+    if (!name || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!dev_ok(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(name, (size_t)len, "%s", st.name);
+    return CUDA_SUCCESS;
+}
+
+/* Values of the H200 probe (spec §4); integrated ones for GS_FAKE_UNIFIED. */
+static int attribute(int attrib)
+{
+    switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return st.unified ? 16 : 132;
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED: return st.unified;
+    case 19:  /* CAN_MAP_HOST_MEMORY */
+    case 41:  /* UNIFIED_ADDRESSING */
+    case 83:  /* MANAGED_MEMORY */
+    case 89:  /* CONCURRENT_MANAGED_ACCESS */
+    case 102: /* VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED */
+    case 103: /* HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED */
+    case 115: /* MEMORY_POOLS_SUPPORTED */ return 1;
+    case 88:  /* PAGEABLE_MEMORY_ACCESS */
+    case 100: /* PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES */
+    case 101: /* DIRECT_MANAGED_MEM_ACCESS_FROM_HOST */ return st.unified;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return st.unified ? 8 : 9;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return st.unified ? 7 : 0;
+    case 1: /* MAX_THREADS_PER_BLOCK */ return 1024;
+    default: return 0;
+    }
+}
+
+CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev)
+{
+    ENTER(cuDeviceGetAttribute);
+    NEED_INIT();
+    if (!pi || attrib < 1 || attrib > 200)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!dev_ok(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *pi = attribute(attrib);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    ENTER(cuDevicePrimaryCtxRetain);
+    NEED_INIT();
+    CUresult rc = check_out_dev(pctx, dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    struct ctx *c = &st.ctxs[dev];
+    /* the context's own memory (~518 MiB on H200, spec §6) */
+    if (c->refs == 0 && (rc = charge(dev, st.ctx_overhead)) != CUDA_SUCCESS)
+        return rc;
+    c->refs++;
+    *pctx = (CUcontext)c;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    ENTER(cuDevicePrimaryCtxRelease_v2);
+    NEED_INIT();
+    if (!dev_ok(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct ctx *c = &st.ctxs[dev];
+    if (c->refs == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (--c->refs == 0)
+        uncharge(dev, st.ctx_overhead);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    ENTER(cuCtxSetCurrent);
+    NEED_INIT();
+    struct ctx *c = NULL;
+    if (ctx && (!(c = ctx_from(ctx)) || c->refs == 0))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    current.ctx = c;
+    current.generation = st.generation;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    ENTER(cuCtxGetCurrent);
+    NEED_INIT();
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = (CUcontext)ctx_current();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device)
+{
+    ENTER(cuCtxGetDevice);
+    NEED_INIT();
+    int dev;
+    CUresult rc = current_dev(&dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    *device = dev;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    ENTER(cuCtxGetDevice_v2);
+    NEED_INIT();
+    struct ctx *c = ctx ? ctx_from(ctx) : ctx_current();
+    if (!c || c->refs == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    *device = c->dev;
+    return CUDA_SUCCESS;
+}
+
+/* ---- errors, export table ---- */
+
+CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+    ENTER(cuGetErrorString);
+    static const struct {
+        CUresult code;
+        const char *text;
+    } texts[] = {
+        {CUDA_SUCCESS, "no error"},
+        {CUDA_ERROR_INVALID_VALUE, "invalid argument"},
+        {CUDA_ERROR_OUT_OF_MEMORY, "out of memory"},
+        {CUDA_ERROR_NOT_INITIALIZED, "initialization error"},
+        {CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"},
+        {CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"},
+        {CUDA_ERROR_INVALID_CONTEXT, "invalid device context"},
+        {CUDA_ERROR_ALREADY_MAPPED, "resource already mapped"},
+        {CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"},
+        {CUDA_ERROR_NOT_FOUND, "named symbol not found"},
+        {CUDA_ERROR_NOT_READY, "device not ready"},
+        {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+         "part or all of the requested memory range is already mapped"},
+        {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+         "pointer does not correspond to a registered memory region"},
+        {CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"},
+        {CUDA_ERROR_NOT_SUPPORTED, "operation not supported"},
+        {CUDA_ERROR_UNKNOWN, "unknown error"},
+    };
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        if (texts[i].code == error) {
+            *pStr = texts[i].text;
+            return CUDA_SUCCESS;
+        }
+    }
+    *pStr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* libcudart asks for private tables; the fake has none, and callers cope. */
+CUresult cuGetExportTable(const void **ppExportTable, const void *pExportTableId)
+{
+    ENTER(cuGetExportTable);
+    if (ppExportTable)
+        *ppExportTable = NULL;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ---- cuGetProcAddress ---- */
+
+/* Whether `rest` is a variant suffix: "", "_v<digits>", "_ptsz" or both. */
+static bool variant_suffix(const char *rest, bool *ptsz)
+{
+    if (rest[0] == '_' && rest[1] == 'v' && rest[2] >= '0' && rest[2] <= '9') {
+        rest += 2;
+        while (*rest >= '0' && *rest <= '9')
+            rest++;
+    }
+    *ptsz = strcmp(rest, "_ptsz") == 0;
+    return *ptsz || *rest == '\0';
+}
+
+/* Whether export `name` is a variant of base name `symbol`. */
+static bool variant_of(const char *name, const char *symbol, bool *ptsz)
+{
+    size_t n = strlen(symbol);
+    return strncmp(name, symbol, n) == 0 && variant_suffix(name + n, ptsz);
+}
+
+/* Whether `symbol` names a variant ("cuMemAlloc_v2", "cuLaunchKernel_ptsz"):
+ * the real resolver only takes base names. */
+static bool is_versioned(const char *symbol)
+{
+    bool ptsz;
+    for (const char *p = strchr(symbol, '_'); p; p = strchr(p + 1, '_'))
+        if (variant_suffix(p, &ptsz))
+            return true;
+    return false;
+}
+
+/* The real resolver's rules (spec §1.1): base names only; the newest variant
+ * introduced at or before cudaVersion; _ptsz ones only with flag 2. */
+static CUresult resolve(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                        CUdriverProcAddressQueryResult *status)
+{
+    CUdriverProcAddressQueryResult dummy;
+    if (!status)
+        status = &dummy;
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pfn = NULL;
+    if (cudaVersion > st.driver_version || flags > CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+        return CUDA_ERROR_INVALID_VALUE;
+    int best = -1, best_ptsz = -1;
+    bool known = false;
+    for (int e = 0; e < E_COUNT && !is_versioned(symbol); e++) {
+        bool ptsz;
+        if (!variant_of(entry_names[e], symbol, &ptsz))
+            continue;
+        known = true;
+        if (entry_version[e] > cudaVersion)
+            continue;
+        int *b = ptsz ? &best_ptsz : &best;
+        if (*b < 0 || entry_version[e] > entry_version[*b])
+            *b = e;
+    }
+    if (flags == CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM && best_ptsz >= 0)
+        best = best_ptsz;
+    if (best < 0) {
+        *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                        : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        return CUDA_SUCCESS;
+    }
+    *pfn = entry_fns[best];
+    *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    ENTER(cuGetProcAddress);
+    return resolve(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus)
+{
+    ENTER(cuGetProcAddress_v2);
+    return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+/* ---- test-only ---- */
+
+unsigned long long gsfake_used(int dev)
+{
+    pthread_once(&once, fake_init);
+    LOCKED();
+    return dev >= 0 && dev < MAX_DEVICES ? st.devs[dev].used : 0;
+}
+
+unsigned long long gsfake_launches(void)
+{
+    pthread_once(&once, fake_init);
+    return atomic_load(&launches);
+}
+
+unsigned long long gsfake_calls(const char *name)
+{
+    pthread_once(&once, fake_init);
+    for (int e = 0; e < E_COUNT; e++)
+        if (name && strcmp(entry_names[e], name) == 0)
+            return atomic_load(&calls[e]);
+    return 0;
+}
+
+void gsfake_reset(void)
+{
+    pthread_once(&once, fake_init);
+    LOCKED();
+    reset_state();
+}
