@@ -154,7 +154,7 @@ int gs_inventory_tegra_probe(struct gs_inventory *inv, const struct gs_inventory
     gs_quantity_format_bytes(reserve, r, sizeof r);
     gs_quantity_format_bytes(g->memory, pool, sizeof pool);
     snprintf(inv->how, sizeof inv->how,
-             "Jetson %s (SoC %s): GPU pool = MemTotal %s - reserves %s (OS %llu MiB, K3s %llu "
+             "%s (SoC %s): GPU pool = MemTotal %s - reserves %s (OS %llu MiB, K3s %llu "
              "MiB, agent %llu MiB) = %s",
              model, soc[0] ? soc : "unknown", t, r, (unsigned long long)(o->tegra_reserve_os >> 20),
              (unsigned long long)(o->tegra_reserve_k3s >> 20),

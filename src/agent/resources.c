@@ -214,8 +214,10 @@ int gs_resources_parse_id(const struct gs_resource *r, const struct gs_inventory
         g = parse_nonneg(id + 3, &end);
         if (g < 0 || g >= inv->ngpu)
             return GS_EINVAL;
+        if (*end != '-')
+            return GS_EINVAL;
         const char *p = strchr(end + 1, '-');
-        if (*end != '-' || !p)
+        if (!p)
             return GS_EINVAL;
         u = parse_nonneg(p + 1, &end);
     }
