@@ -279,8 +279,11 @@ static void reclaim_step(struct gs_agent *a, uint64_t now)
         return;
     w->req_len[0] = 0; /* ListPodResourcesRequest is empty */
     w->nreq = 1;
-    if (worker_start(w) < 0)
-        worker_reap(w, 1);
+    if (worker_start(w) < 0) {
+        free(w->req[0]);
+        w->req[0] = NULL;
+        w->nreq = 0;
+    }
 }
 
 /* Publishes the node facts users and `gpuslice doctor` read: the memory unit,

@@ -150,19 +150,8 @@ static void slice_limits(struct gs_plugin *p, struct slice_rec *s)
         if (r->kind == GS_RES_COMPUTE || r->kind == GS_RES_REPLICA)
             pct += u * r->unit_pct;
     }
-    struct gs_limits *l = &s->limits;
-    gs_limits_defaults(l);
-    /* A slice without memory units (a container that asked only for compute
-     * or realtime) fails closed: 1 byte, so no allocation passes, rather than
-     * 0, which means "uncapped" in the limits file. */
-    l->memory = mem ? mem : 1;
-    l->compute = pct > 100 ? 100 : pct;
-    l->compute_mode = p->c->compute_mode;
-    l->priority = s->units[GS_RES_REALTIME] ? GS_PRIO_CRITICAL : GS_PRIO_BEST_EFFORT;
-    l->context_reserve = rs->context_reserve[s->gpu];
-    l->simulated = p->inv->simulated;
-    snprintf(l->device, sizeof l->device, "%s", p->inv->gpu[s->gpu].visible);
-    snprintf(l->slice_id, sizeof l->slice_id, "%s", s->id);
+    gs_resources_fill_limits(rs, p->inv, p->c, s->gpu, mem, pct, s->units[GS_RES_REALTIME] > 0,
+                             s->id, &s->limits);
 }
 
 /* Writes <dir>/alloc: the kubelet device IDs the slice holds, so a restarted

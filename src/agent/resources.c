@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/quantity.h"
+#include "common/slice.h"
 
 const char *gs_res_kind_name(enum gs_res_kind k)
 {
@@ -229,4 +230,61 @@ int gs_resources_parse_id(const struct gs_resource *r, const struct gs_inventory
     *gpu = g;
     *unit = u;
     return GS_OK;
+}
+
+void gs_resources_fill_limits(const struct gs_resources *rs, const struct gs_inventory *inv,
+                              const struct gs_agent_config *c, int gpu, uint64_t mem, uint64_t pct,
+                              int critical, const char *id, struct gs_limits *l)
+{
+    gs_limits_defaults(l);
+    l->memory = mem ? mem : 1;
+    l->compute = pct > 100 ? 100 : pct;
+    l->compute_mode = c->compute_mode;
+    l->priority = critical ? GS_PRIO_CRITICAL : GS_PRIO_BEST_EFFORT;
+    l->context_reserve = rs->context_reserve[gpu];
+    l->simulated = inv->simulated;
+    snprintf(l->device, sizeof l->device, "%s", inv->gpu[gpu].visible);
+    snprintf(l->slice_id, sizeof l->slice_id, "%s", id);
+}
+
+int gs_resources_standalone_slice(const struct gs_agent_config *c, uint64_t memory,
+                                  unsigned compute, int critical, const char *id,
+                                  struct gs_limits *l, struct gs_slice_paths *paths, gs_error *err)
+{
+    struct gs_inventory inv;
+    struct gs_resources rs;
+    struct gs_inventory_opts o = {.backend = (enum gs_backend)c->backend,
+                                  .root = c->root,
+                                  .sim_config = c->sim_config,
+                                  .nvml_library = c->nvml_library,
+                                  .tegra_reserve_os = c->tegra_reserve_os,
+                                  .tegra_reserve_k3s = c->tegra_reserve_k3s,
+                                  .tegra_reserve_agent = c->tegra_reserve_agent};
+    int rc = gs_inventory_probe(&inv, &o, err);
+    if (rc < 0)
+        return rc;
+    rc = gs_resources_build(&rs, &inv, c, NULL, err);
+    if (rc == GS_OK && compute > 100)
+        rc = gs_error_set(err, GS_ERANGE, "compute %u%% is more than one GPU; use 1 to 100",
+                          compute);
+    int gpu = 0;
+    for (int g = 1; rc == GS_OK && g < inv.ngpu; g++)
+        if (rs.advertised[g] > rs.advertised[gpu])
+            gpu = g;
+    if (rc == GS_OK && memory > rs.advertised[gpu]) {
+        char want[32], have[32];
+        gs_quantity_format_bytes(memory, want, sizeof want);
+        gs_quantity_format_bytes(rs.advertised[gpu], have, sizeof have);
+        rc = gs_error_set(err, GS_ERANGE,
+                          "--memory %s does not fit: GPU %d offers %s to slices (after %d x %llu "
+                          "MiB context reserve); ask for less",
+                          want, gpu, have, rs.max_tenants[gpu],
+                          (unsigned long long)(rs.context_reserve[gpu] >> 20));
+    }
+    if (rc == GS_OK) {
+        gs_resources_fill_limits(&rs, &inv, c, gpu, memory, compute, critical, id, l);
+        rc = gs_slice_prepare(c->state_root, id, l, paths, err);
+    }
+    gs_inventory_close(&inv);
+    return rc;
 }

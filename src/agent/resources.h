@@ -60,4 +60,20 @@ int gs_resources_device_id(const struct gs_resource *r, const struct gs_inventor
 int gs_resources_parse_id(const struct gs_resource *r, const struct gs_inventory *inv,
                           const char *id, int *gpu, int *unit);
 
+/* The limits file of a slice on gpu with mem bytes and pct percent: the one
+ * place that says how units become limits (Allocate and `gpuslice run`).
+ * mem 0 fails closed (1 byte), since 0 means "uncapped" in the limits file. */
+struct gs_limits;
+void gs_resources_fill_limits(const struct gs_resources *rs, const struct gs_inventory *inv,
+                              const struct gs_agent_config *c, int gpu, uint64_t mem, uint64_t pct,
+                              int critical, const char *id, struct gs_limits *l);
+
+/* `gpuslice run` without a kubelet: probes the inventory the settings name,
+ * checks memory (bytes) and compute (percent) fit one GPU's advertisable
+ * share, and prepares <state_root>/<id> exactly as Allocate does. */
+struct gs_slice_paths;
+int gs_resources_standalone_slice(const struct gs_agent_config *c, uint64_t memory,
+                                  unsigned compute, int critical, const char *id,
+                                  struct gs_limits *l, struct gs_slice_paths *paths, gs_error *err);
+
 #endif

@@ -18,6 +18,8 @@
 #include "agent/agent_config.h"
 #include "agent/inventory.h"
 #include "agent/resources.h"
+#include "common/limits.h"
+#include "common/slice.h"
 
 static char src_dir[1024], build_dir[1024];
 
@@ -335,16 +337,46 @@ static void test_settings(void **st)
     assert_int_not_equal(gs_agent_config_context_reserve(&c, 0, &r, &err), 0);
 }
 
+static void test_standalone_slice(void **st)
+{
+    (void)st;
+    struct gs_agent_config c;
+    defaults(&c);
+    c.backend = GS_BACKEND_SIMULATED;
+    char dir[] = "/tmp/gs-run-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    snprintf(c.state_root, sizeof c.state_root, "%s", dir);
+    struct gs_limits l;
+    struct gs_slice_paths p;
+    gs_error err = {0};
+    int rc = gs_resources_standalone_slice(&c, 2ull << 30, 30, 0, "run-1", &l, &p, &err);
+    if (rc)
+        fail_msg("%s", err.msg);
+    struct gs_limits back;
+    assert_int_equal(gs_limits_load(p.limits, &back, &err), 0);
+    assert_int_equal(back.memory, 2ull << 30);
+    assert_int_equal(back.compute, 30);
+    assert_int_equal(back.context_reserve, 512ull << 20);
+    assert_true(back.simulated);
+    /* 16 GiB - 8 x 512 MiB = 12 GiB on offer: 13 GiB does not fit. */
+    assert_int_equal(gs_resources_standalone_slice(&c, 13ull << 30, 30, 0, "run-2", &l, &p, &err),
+                     GS_ERANGE);
+    assert_non_null(strstr(err.msg, "ask for less"));
+    assert_int_equal(gs_slice_remove(dir, "run-1", &err), 0);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const char *s = getenv("GS_SRC_DIR"), *b = getenv("GS_BUILD_DIR");
     snprintf(src_dir, sizeof src_dir, "%s", s ? s : ".");
     snprintf(build_dir, sizeof build_dir, "%s", b ? b : "build");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tegra_orin_nano), cmocka_unit_test(test_tegra_reserves_too_big),
-        cmocka_unit_test(test_auto_no_gpu),     cmocka_unit_test(test_nvml_h200),
-        cmocka_unit_test(test_nvml_xid_health), cmocka_unit_test(test_replica_math),
-        cmocka_unit_test(test_sharing_config),  cmocka_unit_test(test_settings),
+        cmocka_unit_test(test_tegra_orin_nano),  cmocka_unit_test(test_tegra_reserves_too_big),
+        cmocka_unit_test(test_auto_no_gpu),      cmocka_unit_test(test_nvml_h200),
+        cmocka_unit_test(test_nvml_xid_health),  cmocka_unit_test(test_replica_math),
+        cmocka_unit_test(test_sharing_config),   cmocka_unit_test(test_settings),
+        cmocka_unit_test(test_standalone_slice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
