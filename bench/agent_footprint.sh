@@ -1,0 +1,65 @@
+#!/bin/sh
+# Measures the agent's footprint: resident memory and idle CPU with one
+# simulated GPU and 20 slices allocated, plus Allocate latency, against the
+# Python kubelet of tests/agent. Prints one line per figure (docs/benchmarks.md).
+#   bench/agent_footprint.sh [BUILD_DIR] [IDLE_SECONDS]
+set -eu
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${1:-$SRC/build}" && pwd)
+IDLE=${2:-30}
+GS_SRC_DIR=$SRC GS_BUILD_DIR=$BUILD IDLE=$IDLE exec /usr/bin/python3 - <<'PY'
+import os, statistics, subprocess, sys, tempfile, time, shutil
+sys.path.insert(0, os.path.join(os.environ["GS_SRC_DIR"], "tests", "agent"))
+import fakekubelet as fk
+
+tmp = tempfile.mkdtemp(prefix="gsb", dir="/tmp")
+kdir = os.path.join(tmp, "dp"); os.makedirs(kdir)
+lib = os.path.join(tmp, "lib.so"); open(lib, "w").close()
+dp, pr = fk.load_protos(tmp)
+kub = fk.Kubelet(dp, kdir); kub.start()
+log = open(os.path.join(tmp, "agent.log"), "wb")
+agent = subprocess.Popen([os.path.join(fk.BUILD, "gpuslice"), "agent", "--backend", "simulated",
+                          "--kubelet-dir", kdir, "--state-root", os.path.join(tmp, "state"),
+                          "--interposer-path", lib, "--reclaim-interval", "0", "--log-level", "warn"],
+                         stdout=log, stderr=log)
+try:
+    regs = kub.wait_registrations(3)
+    ep = {r[1].resource_name: r[1].endpoint for r in regs}
+    mem = fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/gpu-memory"]))
+    cpt = fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/gpu-compute"]))
+    q, _ = mem.watch(); q.get(timeout=5)
+    lat = []
+    for i in range(20):  # 20 slices: 1 memory unit + 4% compute each
+        t0 = time.monotonic()
+        mem.allocate(["gpu0-mem-%04d" % i])
+        lat.append((time.monotonic() - t0) * 1000)
+        cpt.allocate(["gpu0-pct-%03d" % (i * 4 + k) for k in range(4)])
+        time.sleep(0.01)
+    slices = len([d for d in os.listdir(os.path.join(tmp, "state")) if d.startswith("gs-")])
+    def status(key):
+        for line in open("/proc/%d/status" % agent.pid):
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    def cpu_ticks():
+        f = open("/proc/%d/stat" % agent.pid).read().rsplit(")", 1)[1].split()
+        return int(f[11]) + int(f[12])
+    time.sleep(1)
+    idle = float(os.environ["IDLE"])
+    t0, c0 = time.monotonic(), cpu_ticks()
+    time.sleep(idle)
+    t1, c1 = time.monotonic(), cpu_ticks()
+    hz = os.sysconf("SC_CLK_TCK")
+    cpu_pct = (c1 - c0) / hz / (t1 - t0) * 100
+    print("slices: %d (1 simulated GPU, 16 GiB)" % slices)
+    print("rss_kib: %d (VmRSS; VmHWM %d KiB)" % (status("VmRSS"), status("VmHWM")))
+    print("idle_cpu_percent: %.3f (over %.0f s)" % (cpu_pct, t1 - t0))
+    print("threads: %d" % status("Threads"))
+    ls = sorted(lat)
+    print("allocate_ms: p50 %.2f p95 %.2f max %.2f (n=%d, Python grpcio client, same host)" % (
+        statistics.median(ls), ls[int(len(ls) * 0.95) - 1], ls[-1], len(ls)))
+    mem.close(); cpt.close()
+finally:
+    agent.terminate(); agent.wait(timeout=10)
+    kub.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+PY

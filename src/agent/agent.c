@@ -1,0 +1,451 @@
+/* agent.c: the node daemon's loop (agent.h). */
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/inventory.h"
+#include "agent/plugin.h"
+#include "agent/resources.h"
+#include "agent/rpc.h"
+#include "common/log.h"
+#include "common/quantity.h"
+
+#define KUBELET_SOCKET "kubelet.sock"
+#define LOOP_MS 100 /* poll period: re-registration lands well within 1 s */
+#define REGISTER_TIMEOUT_MS 5000
+#define SOCKET_CHECK_MS 2000
+
+/* A blocking client call run off the loop thread (pitfall 1: the kubelet
+ * calls us back inside Register, so the loop must keep serving). */
+struct worker {
+    pthread_t th;
+    int running;
+    _Atomic int done;
+    int rc;
+    gs_error err;
+    char socket[PATH_MAX];
+    const char *method;
+    int nreq;
+    uint8_t *req[GS_RES_MAX];
+    size_t req_len[GS_RES_MAX];
+    uint8_t *resp;
+    size_t resp_len;
+};
+
+struct gs_agent {
+    struct gs_agent_config cfg;
+    struct gs_inventory inv;
+    struct gs_sharing sharing;
+    struct gs_resources rs;
+    struct gs_plugin *plugin;
+    struct gs_rpc *rpc;
+    struct gs_rpc_server *srv[GS_RES_MAX];
+    int ino_fd;
+    struct worker reg, podres;
+    int need_register, register_again, registered;
+    uint64_t reg_retry_at, reg_backoff;
+    uint64_t next_reclaim, next_sock_check, next_sim_poll;
+    uint64_t health_seen;
+    int podres_warned;
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    w->rc = GS_OK;
+    for (int i = 0; i < w->nreq && w->rc == GS_OK; i++) {
+        free(w->resp);
+        w->resp = NULL;
+        w->rc = gs_rpc_call_unary(w->socket, w->method, w->req[i], w->req_len[i],
+                                  REGISTER_TIMEOUT_MS, &w->resp, &w->resp_len, &w->err);
+    }
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static int worker_start(struct worker *w)
+{
+    atomic_store(&w->done, 0);
+    if (pthread_create(&w->th, NULL, worker_main, w) != 0)
+        return GS_EIO;
+    w->running = 1;
+    return GS_OK;
+}
+
+/* Joins a finished worker; returns 1 when it was running and is now done. */
+static int worker_reap(struct worker *w, int wait)
+{
+    if (!w->running || (!wait && !atomic_load(&w->done)))
+        return 0;
+    pthread_join(w->th, NULL);
+    w->running = 0;
+    for (int i = 0; i < w->nreq; i++) {
+        free(w->req[i]);
+        w->req[i] = NULL;
+    }
+    w->nreq = 0;
+    return 1;
+}
+
+static void socket_path(const struct gs_agent *a, const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", a->cfg.kubelet_dir, name);
+}
+
+static void servers_stop(struct gs_agent *a)
+{
+    for (int i = 0; i < a->rs.n; i++) {
+        gs_rpc_server_stop(a->rpc, a->srv[i]);
+        a->srv[i] = NULL;
+    }
+}
+
+static int servers_start(struct gs_agent *a, gs_error *err)
+{
+    size_t nm;
+    const struct gs_rpc_method *m = gs_plugin_methods(&nm);
+    for (int i = 0; i < a->rs.n; i++) {
+        char path[PATH_MAX];
+        socket_path(a, a->rs.r[i].socket, path, sizeof path);
+        int rc = gs_rpc_server_start(a->rpc, path, m, nm, gs_plugin_endpoint(a->plugin, i),
+                                     &a->srv[i], err);
+        if (rc < 0)
+            return rc;
+        GS_LOGI("serving %s on %s", a->rs.r[i].name, path);
+    }
+    return GS_OK;
+}
+
+static int restart_servers(struct gs_agent *a, const char *why)
+{
+    GS_LOGI("%s: serving again and re-registering", why);
+    servers_stop(a);
+    gs_error err = {0};
+    if (servers_start(a, &err) < 0) {
+        GS_LOGE("%s", err.msg);
+        return -1;
+    }
+    a->registered = 0;
+    a->need_register = 1;
+    a->reg_retry_at = 0;
+    a->reg_backoff = 1000;
+    if (a->reg.running)
+        a->register_again = 1;
+    return 0;
+}
+
+static void start_register(struct gs_agent *a)
+{
+    struct worker *w = &a->reg;
+    socket_path(a, KUBELET_SOCKET, w->socket, sizeof w->socket);
+    w->method = GS_PLUGIN_PATH_REGISTER;
+    w->nreq = 0;
+    for (int i = 0; i < a->rs.n; i++) {
+        gs_error err = {0};
+        if (gs_plugin_register_request(a->plugin, i, &w->req[i], &w->req_len[i], &err) < 0) {
+            GS_LOGE("%s", err.msg);
+            return;
+        }
+        w->nreq++;
+    }
+    a->need_register = 0;
+    if (worker_start(w) < 0) {
+        GS_LOGE("cannot start the registration thread; retrying");
+        a->need_register = 1;
+    }
+}
+
+static void finish_register(struct gs_agent *a)
+{
+    struct worker *w = &a->reg;
+    if (!worker_reap(w, 0))
+        return;
+    free(w->resp);
+    w->resp = NULL;
+    if (a->register_again) {
+        a->register_again = 0;
+        a->need_register = 1;
+        return;
+    }
+    if (w->rc < 0) {
+        GS_LOGW("registration with the kubelet failed: %s; retrying in %llu ms (is the kubelet "
+                "running and --kubelet-dir its device-plugins folder?)",
+                w->err.msg, (unsigned long long)a->reg_backoff);
+        a->need_register = 1;
+        a->reg_retry_at = now_ms() + a->reg_backoff;
+        a->reg_backoff = a->reg_backoff * 2 > 30000 ? 30000 : a->reg_backoff * 2;
+        return;
+    }
+    a->registered = 1;
+    a->reg_backoff = 1000;
+    for (int i = 0; i < a->rs.n; i++)
+        GS_LOGI("registered %s with the kubelet (endpoint %s)", a->rs.r[i].name, a->rs.r[i].socket);
+}
+
+static void handle_inotify(struct gs_agent *a)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    int kubelet_back = 0;
+    for (;;) {
+        ssize_t n = read(a->ino_fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        for (char *p = buf; p < buf + n;) {
+            struct inotify_event *ev = (struct inotify_event *)p;
+            if (ev->len && !strcmp(ev->name, KUBELET_SOCKET) &&
+                (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+                kubelet_back = 1;
+            p += sizeof *ev + ev->len;
+        }
+    }
+    /* A restarting kubelet deletes every plugin socket, then creates
+     * kubelet.sock (devicemanager Start): serve again, then register. */
+    if (kubelet_back)
+        restart_servers(a, "kubelet.sock was created (the kubelet restarted)");
+}
+
+static int is_socket(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+static void check_sockets(struct gs_agent *a)
+{
+    for (int i = 0; i < a->rs.n; i++) {
+        char path[PATH_MAX];
+        socket_path(a, a->rs.r[i].socket, path, sizeof path);
+        if (!is_socket(path)) {
+            restart_servers(a, "our socket disappeared");
+            return;
+        }
+    }
+}
+
+static void reclaim_step(struct gs_agent *a, uint64_t now)
+{
+    struct worker *w = &a->podres;
+    if (worker_reap(w, 0)) {
+        if (w->rc < 0) {
+            if (!a->podres_warned)
+                GS_LOGW("PodResources List failed: %s; state of finished containers is kept "
+                        "until it works (set --pod-resources-socket)",
+                        w->err.msg);
+            a->podres_warned = 1;
+        } else {
+            gs_error err = {0};
+            int n = gs_plugin_reclaim(a->plugin, w->resp, w->resp_len, &err);
+            if (n < 0)
+                GS_LOGW("%s", err.msg);
+            else if (n > 0)
+                GS_LOGI("reclaimed %d slice(s) of containers that are gone", n);
+            a->podres_warned = 0;
+        }
+        free(w->resp);
+        w->resp = NULL;
+    }
+    if (!a->cfg.reclaim_interval || w->running || now < a->next_reclaim)
+        return;
+    a->next_reclaim = now + a->cfg.reclaim_interval * 1000;
+    if (!is_socket(a->cfg.pod_resources_socket)) {
+        if (!a->podres_warned)
+            GS_LOGW("no PodResources socket at %s: state of finished containers is not "
+                    "reclaimed (set --pod-resources-socket)",
+                    a->cfg.pod_resources_socket);
+        a->podres_warned = 1;
+        return;
+    }
+    snprintf(w->socket, sizeof w->socket, "%s", a->cfg.pod_resources_socket);
+    w->method = GS_PLUGIN_PATH_PODRES_LIST;
+    w->req[0] = malloc(1);
+    if (!w->req[0])
+        return;
+    w->req_len[0] = 0; /* ListPodResourcesRequest is empty */
+    w->nreq = 1;
+    if (worker_start(w) < 0) {
+        free(w->req[0]);
+        w->req[0] = NULL;
+        w->nreq = 0;
+    }
+}
+
+/* Publishes the node facts users and `gpuslice doctor` read: the memory unit,
+ * how the pool was worked out, what is advertised. */
+static void publish_node(struct gs_agent *a)
+{
+    char path[PATH_MAX + 16], tmp[PATH_MAX + 32], unit[32];
+    gs_quantity_format_bytes(a->cfg.memory_unit, unit, sizeof unit);
+    snprintf(path, sizeof path, "%s/node", gs_plugin_agent_dir(a->plugin));
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "we");
+    if (!f) {
+        GS_LOGW("cannot write %s: %s", tmp, strerror(errno));
+        return;
+    }
+    fprintf(f,
+            "# gpuslice agent: facts about this node's GPU slices (read by gpuslice doctor)\n"
+            "backend = %s\nsimulated = %s\nmode = %s\nmemory_unit = %llu\nmemory_unit_human = "
+            "%s\nmax_slices_per_gpu = %llu\ngpus = %d\nhow = %s\n",
+            gs_backend_name(a->inv.backend), a->inv.simulated ? "true" : "false",
+            a->rs.replica_mode ? "replica" : "fractional", (unsigned long long)a->cfg.memory_unit,
+            unit, (unsigned long long)a->cfg.max_slices_per_gpu, a->inv.ngpu, a->inv.how);
+    for (int g = 0; g < a->inv.ngpu; g++)
+        fprintf(f,
+                "gpu%d.uuid = %s\ngpu%d.name = %s\ngpu%d.memory = %llu\ngpu%d.context_reserve = "
+                "%llu\ngpu%d.tenants = %d\ngpu%d.advertised = %llu\n",
+                g, a->inv.gpu[g].uuid, g, a->inv.gpu[g].name, g,
+                (unsigned long long)a->inv.gpu[g].memory, g,
+                (unsigned long long)a->rs.context_reserve[g], g, a->rs.max_tenants[g], g,
+                (unsigned long long)a->rs.advertised[g]);
+    for (int i = 0; i < a->rs.n; i++)
+        fprintf(f, "resource.%s = %d\n", a->rs.r[i].name,
+                gs_resources_total_units(&a->rs.r[i], a->inv.ngpu));
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        GS_LOGW("cannot write %s: %s", path, strerror(errno));
+    if (a->cfg.features_dir[0]) {
+        /* NFD's local source turns these lines into node labels. */
+        snprintf(path, sizeof path, "%s/gpuslice", a->cfg.features_dir);
+        f = fopen(path, "we");
+        if (f) {
+            char lbl[32];
+            snprintf(lbl, sizeof lbl, "%lluMi", (unsigned long long)(a->cfg.memory_unit >> 20));
+            fprintf(f, "gpuslice.io/memory-unit=%s\ngpuslice.io/backend=%s\ngpuslice.io/mode=%s\n",
+                    lbl, gs_backend_name(a->inv.backend),
+                    a->rs.replica_mode ? "replica" : "fractional");
+            fclose(f);
+        } else {
+            GS_LOGW("cannot write %s: %s (features_dir)", path, strerror(errno));
+        }
+    }
+    for (int i = 0; i < a->rs.n; i++) {
+        const struct gs_resource *r = &a->rs.r[i];
+        char b[32];
+        gs_quantity_format_bytes(r->unit_bytes[0], b, sizeof b);
+        GS_LOGI("advertising %s: %d per GPU on GPU 0%s%s%s", r->name, r->per_gpu[0],
+                r->unit_bytes[0] ? " (" : "", r->unit_bytes[0] ? b : "",
+                r->unit_bytes[0] ? " each)" : "");
+    }
+}
+
+int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_error *err)
+{
+    struct gs_agent *a = calloc(1, sizeof *a);
+    if (!a)
+        return gs_error_set(err, GS_ENOMEM, "out of memory creating the agent");
+    a->cfg = *c;
+    a->ino_fd = -1;
+    struct gs_inventory_opts o = {
+        .backend = (enum gs_backend)c->backend,
+        .root = c->root,
+        .sim_config = c->sim_config,
+        .nvml_library = c->nvml_library,
+        .tegra_reserve_os = c->tegra_reserve_os,
+        .tegra_reserve_k3s = c->tegra_reserve_k3s,
+        .tegra_reserve_agent = c->tegra_reserve_agent,
+    };
+    int rc = gs_inventory_probe(&a->inv, &o, err);
+    if (rc == GS_OK && c->sharing_config[0])
+        rc = gs_sharing_load(c->sharing_config, &a->sharing, err);
+    if (rc == GS_OK)
+        rc = gs_resources_build(&a->rs, &a->inv, &a->cfg, &a->sharing, err);
+    if (rc == GS_OK)
+        rc = gs_plugin_create(&a->plugin, &a->cfg, &a->inv, &a->rs, err);
+    if (rc == GS_OK)
+        rc = gs_rpc_create(&a->rpc, err);
+    if (rc < 0) {
+        gs_agent_destroy(a);
+        return rc;
+    }
+    publish_node(a);
+    *out = a;
+    return GS_OK;
+}
+
+int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
+{
+    struct stat st;
+    if (stat(a->cfg.kubelet_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return gs_error_set(err, GS_ENOENT,
+                            "kubelet device-plugin folder %s does not exist: is this a kubelet "
+                            "node? set --kubelet-dir (K3s uses /var/lib/kubelet/device-plugins)",
+                            a->cfg.kubelet_dir);
+    a->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (a->ino_fd < 0 ||
+        inotify_add_watch(a->ino_fd, a->cfg.kubelet_dir, IN_CREATE | IN_MOVED_TO) < 0)
+        return gs_error_set(err, GS_EIO, "cannot watch %s with inotify: %s", a->cfg.kubelet_dir,
+                            strerror(errno));
+    int rc = servers_start(a, err);
+    if (rc < 0)
+        return rc;
+    if (a->inv.nvml && gs_inventory_nvml_watch_start(&a->inv, err) < 0)
+        return GS_EIO;
+    char ks[PATH_MAX];
+    socket_path(a, KUBELET_SOCKET, ks, sizeof ks);
+    a->need_register = 1;
+    a->reg_backoff = 1000;
+    if (!is_socket(ks))
+        GS_LOGI("waiting for the kubelet to create %s", ks);
+    a->health_seen = atomic_load(&a->inv.health_gen);
+    uint64_t now = now_ms();
+    a->next_reclaim = now + 1000;
+    a->next_sock_check = now + SOCKET_CHECK_MS;
+    while (!*stop) {
+        gs_rpc_poll(a->rpc, LOOP_MS);
+        now = now_ms();
+        handle_inotify(a);
+        finish_register(a);
+        if (a->need_register && !a->reg.running && now >= a->reg_retry_at && is_socket(ks))
+            start_register(a);
+        if (a->inv.simulated && now >= a->next_sim_poll) {
+            gs_inventory_sim_poll(&a->inv);
+            a->next_sim_poll = now + 250;
+        }
+        uint64_t gen = atomic_load(&a->inv.health_gen);
+        if (gen != a->health_seen) {
+            a->health_seen = gen;
+            gs_plugin_health_changed(a->plugin);
+        }
+        reclaim_step(a, now);
+        if (now >= a->next_sock_check) {
+            a->next_sock_check = now + SOCKET_CHECK_MS;
+            check_sockets(a);
+        }
+    }
+    GS_LOGI("stopping: closing sockets (slice state stays for running containers)");
+    servers_stop(a);
+    return GS_OK;
+}
+
+void gs_agent_destroy(struct gs_agent *a)
+{
+    if (!a)
+        return;
+    worker_reap(&a->reg, 1);
+    worker_reap(&a->podres, 1);
+    free(a->reg.resp);
+    free(a->podres.resp);
+    if (a->rpc)
+        gs_rpc_destroy(a->rpc);
+    gs_inventory_close(&a->inv);
+    gs_plugin_destroy(a->plugin);
+    if (a->ino_fd >= 0)
+        close(a->ino_fd);
+    free(a);
+}

@@ -1,0 +1,18 @@
+/* The agent's lifecycle: serve, then register from a worker thread; re-serve
+ * and re-register when the kubelet re-creates kubelet.sock (inotify); stream
+ * health changes; reclaim the state of containers that are gone (PodResources
+ * List); stop cleanly on SIGTERM. Everything lives in one context struct. */
+#ifndef GS_AGENT_AGENT_H
+#define GS_AGENT_AGENT_H
+
+#include "agent/agent_config.h"
+#include "common/error.h"
+
+struct gs_agent;
+
+int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_error *err);
+/* Runs until *stop becomes non-zero (the SIGTERM flag). */
+int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err);
+void gs_agent_destroy(struct gs_agent *a);
+
+#endif

@@ -1,0 +1,151 @@
+/* agent_config.c: the node settings table and argument parsing. */
+#include "agent/agent_config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "common/quantity.h"
+
+#define F(f) offsetof(struct gs_agent_config, f)
+#define S(f) sizeof(((struct gs_agent_config *)0)->f)
+const struct gs_cfg_entry gs_agent_config_table[] = {
+    {"kubelet_dir", GS_CFG_STRING, F(kubelet_dir), 0, S(kubelet_dir),
+     "/var/lib/kubelet/device-plugins", NULL, "where kubelet.sock lives; our sockets go there"},
+    {"pod_resources_socket", GS_CFG_STRING, F(pod_resources_socket), 0, S(pod_resources_socket),
+     "/var/lib/kubelet/pod-resources/kubelet.sock", NULL,
+     "kubelet PodResources socket, to reclaim state of containers that are gone"},
+    {"state_root", GS_CFG_STRING, F(state_root), 0, S(state_root), "/var/lib/gpuslice/slices", NULL,
+     "per-allocation state (limits, ledger) on the host"},
+    {"backend", GS_CFG_ENUM, F(backend), 0, 0, "auto", "auto|nvml|tegra|simulated",
+     "GPU inventory source"},
+    {"root", GS_CFG_STRING, F(root), 0, S(root), "", NULL,
+     "prefix for /proc, /sys, /etc and /dev lookups (a test fixture or the host mounted at /host)"},
+    {"sim_config", GS_CFG_STRING, F(sim_config), 0, S(sim_config), "", NULL,
+     "simulated backend: file with gpus, memory, name, health_file"},
+    {"sharing_config", GS_CFG_STRING, F(sharing_config), 0, S(sharing_config), "", NULL,
+     "NVIDIA sharing config (YAML, timeSlicing): replica mode with the same resource names"},
+    {"nvml_library", GS_CFG_STRING, F(nvml_library), 0, S(nvml_library), "libnvidia-ml.so.1", NULL,
+     "NVML library to dlopen"},
+    {"memory_unit", GS_CFG_BYTES, F(memory_unit), 1ull << 20, 1ull << 40, "256Mi", NULL,
+     "size of one gpuslice.io/gpu-memory unit (published in the node file)"},
+    {"max_units_per_gpu", GS_CFG_UINT, F(max_units_per_gpu), 1, 16384, "4096", NULL,
+     "bound on memory units per GPU, keeps ListAndWatch far below the kubelet's 4 MiB"},
+    {"context_reserve", GS_CFG_STRING, F(context_reserve), 0, S(context_reserve), "auto", NULL,
+     "device memory per tenant kept outside its slice for the CUDA context (auto: 512Mi "
+     "discrete, 256Mi Tegra)"},
+    {"max_slices_per_gpu", GS_CFG_UINT, F(max_slices_per_gpu), 1, 64, "8", NULL,
+     "tenants per GPU in fractional mode (each costs one context_reserve)"},
+    {"realtime_slots_per_gpu", GS_CFG_UINT, F(realtime_slots_per_gpu), 0, 8, "1", NULL,
+     "gpuslice.io/realtime slots per GPU (0 = not advertised)"},
+    {"compute_mode", GS_CFG_ENUM, F(compute_mode), 0, 0, "share", "share|cap",
+     "share: guaranteed and work-conserving; cap: never above the share"},
+    {"device_list_strategy", GS_CFG_ENUM, F(device_list_strategy), 0, 0, "envvar",
+     "envvar|cdi-annotations|cdi-cri", "how the GPU is named to the runtime"},
+    {"cdi_kind", GS_CFG_STRING, F(cdi_kind), 0, S(cdi_kind), "nvidia.com/gpu", NULL,
+     "CDI kind of the GPU devices (nvidia-ctk cdi generate)"},
+    {"interposer_path", GS_CFG_STRING, F(interposer_path), 0, S(interposer_path),
+     "/usr/local/lib/gpuslice/libgpuslice.so", NULL, "libgpuslice.so on the host"},
+    {"pass_device_specs", GS_CFG_BOOL, F(pass_device_specs), 0, 0, "true", NULL,
+     "return the GPU device nodes in Allocate"},
+    {"tegra_reserve_os", GS_CFG_BYTES, F(tegra_reserve_os), 0, 1ull << 40, "1Gi", NULL,
+     "Jetson: RAM kept for the OS"},
+    {"tegra_reserve_k3s", GS_CFG_BYTES, F(tegra_reserve_k3s), 0, 1ull << 40, "1Gi", NULL,
+     "Jetson: RAM kept for K3s and system pods"},
+    {"tegra_reserve_agent", GS_CFG_BYTES, F(tegra_reserve_agent), 0, 1ull << 40, "64Mi", NULL,
+     "Jetson: RAM kept for this agent"},
+    {"reclaim_interval", GS_CFG_UINT, F(reclaim_interval), 0, 86400, "60", NULL,
+     "seconds between PodResources checks for state of containers that are gone (0 = off)"},
+    {"reclaim_grace", GS_CFG_UINT, F(reclaim_grace), 0, 86400, "60", NULL,
+     "seconds a new slice is kept before the kubelet must list it"},
+    {"pair_window_ms", GS_CFG_UINT, F(pair_window_ms), 0, 60000, "2000", NULL,
+     "a container's memory, compute and realtime Allocate calls join one slice within this"},
+    {"features_dir", GS_CFG_STRING, F(features_dir), 0, S(features_dir), "", NULL,
+     "also publish node facts as NFD local features here (e.g. "
+     "/etc/kubernetes/node-feature-discovery/features.d)"},
+    {"log_level", GS_CFG_STRING, F(log_level), 0, S(log_level), "info", NULL,
+     "error|warn|info|debug"},
+};
+#undef F
+#undef S
+const size_t gs_agent_config_table_len = GS_CFG_N(gs_agent_config_table);
+
+int gs_agent_config_defaults(struct gs_agent_config *c, gs_error *err)
+{
+    memset(c, 0, sizeof *c);
+    return gs_config_defaults(gs_agent_config_table, gs_agent_config_table_len, c, err);
+}
+
+static void usage(void)
+{
+    printf("usage: gpuslice agent [--config FILE] [--<setting> VALUE]...\n\n"
+           "Kubelet device plugin advertising enforced GPU slices. Settings (also as\n"
+           "'key = value' lines in --config; on the command line write '-' for '_'):\n");
+    gs_config_help(gs_agent_config_table, gs_agent_config_table_len, stdout);
+}
+
+int gs_agent_config_parse_args(struct gs_agent_config *c, int argc, char **argv, gs_error *err)
+{
+    /* --config first, so flags override the file wherever they appear. */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage();
+            return 1;
+        }
+        const char *file = NULL;
+        if (!strcmp(argv[i], "--config") && i + 1 < argc)
+            file = argv[i + 1];
+        else if (!strncmp(argv[i], "--config=", 9))
+            file = argv[i] + 9;
+        if (file) {
+            int rc =
+                gs_config_load_file(gs_agent_config_table, gs_agent_config_table_len, c, file, err);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0)
+            return gs_error_set(err, GS_EINVAL,
+                                "unexpected argument '%s': settings are --name value (see --help)",
+                                a);
+        char key[64];
+        const char *val;
+        const char *eq = strchr(a, '=');
+        size_t kl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (kl >= sizeof key)
+            return gs_error_set(err, GS_EINVAL, "unknown option '%s' (see --help)", a);
+        memcpy(key, a + 2, kl);
+        key[kl] = '\0';
+        for (char *p = key; *p; p++)
+            if (*p == '-')
+                *p = '_';
+        if (eq) {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc)
+                return gs_error_set(err, GS_EINVAL, "option '%s' needs a value", a);
+            val = argv[++i];
+        }
+        if (!strcmp(key, "config"))
+            continue;
+        int rc = gs_config_set(gs_agent_config_table, gs_agent_config_table_len, c, key, val, err);
+        if (rc < 0)
+            return gs_error_wrap(err, "option '%s'", a);
+    }
+    return GS_OK;
+}
+
+int gs_agent_config_context_reserve(const struct gs_agent_config *c, int integrated, uint64_t *out,
+                                    gs_error *err)
+{
+    if (!strcmp(c->context_reserve, "auto") || !c->context_reserve[0]) {
+        *out = integrated ? 256ull << 20 : 512ull << 20;
+        return GS_OK;
+    }
+    if (gs_quantity_parse_bytes(c->context_reserve, out, err) < 0)
+        return gs_error_wrap(err, "setting 'context_reserve' (auto or a size like 512Mi)");
+    return GS_OK;
+}

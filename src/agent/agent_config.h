@@ -1,0 +1,69 @@
+/* The agent's node settings: one table (common/config.h) drives the config
+ * file, the --flags (a flag is the key with '-' for '_') and --help. */
+#ifndef GS_AGENT_CONFIG_H
+#define GS_AGENT_CONFIG_H
+
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/error.h"
+
+enum gs_dls { GS_DLS_ENVVAR, GS_DLS_CDI_ANNOTATIONS, GS_DLS_CDI_CRI };
+
+struct gs_agent_config {
+    char kubelet_dir[256];
+    char pod_resources_socket[256];
+    char state_root[256];
+    int backend; /* enum gs_backend */
+    char root[256];
+    char sim_config[256];
+    char sharing_config[256];
+    char nvml_library[256];
+    uint64_t memory_unit;
+    uint64_t max_units_per_gpu;
+    char context_reserve[32]; /* "auto" or a quantity */
+    uint64_t max_slices_per_gpu;
+    uint64_t realtime_slots_per_gpu;
+    int compute_mode;         /* enum gs_compute_mode */
+    int device_list_strategy; /* enum gs_dls */
+    char cdi_kind[64];
+    char interposer_path[256];
+    int pass_device_specs;
+    uint64_t tegra_reserve_os, tegra_reserve_k3s, tegra_reserve_agent;
+    uint64_t reclaim_interval; /* seconds, 0 = off */
+    uint64_t reclaim_grace;    /* seconds */
+    uint64_t pair_window_ms;
+    char features_dir[256];
+    char log_level[16];
+};
+
+extern const struct gs_cfg_entry gs_agent_config_table[];
+extern const size_t gs_agent_config_table_len;
+
+int gs_agent_config_defaults(struct gs_agent_config *c, gs_error *err);
+/* Parses argv (after the verb): --config FILE first, then each --key value /
+ * --key=value. Returns 1 when --help was asked (help printed to stdout). */
+int gs_agent_config_parse_args(struct gs_agent_config *c, int argc, char **argv, gs_error *err);
+/* The context reserve in bytes: "auto" = 256Mi on integrated GPUs, 512Mi
+ * on discrete ones (the lead's decision; ~518 MiB measured on H200). */
+int gs_agent_config_context_reserve(const struct gs_agent_config *c, int integrated, uint64_t *out,
+                                    gs_error *err);
+
+/* NVIDIA's sharing config (version v1, sharing.timeSlicing), read with libyaml. */
+#define GS_SHARING_MAX 8
+struct gs_sharing_resource {
+    char name[64];     /* nvidia.com/gpu */
+    char rename[64];   /* optional new name */
+    uint64_t replicas; /* >= 2 to share */
+};
+struct gs_sharing {
+    int rename_by_default;
+    int fail_requests_greater_than_one;
+    int n;
+    struct gs_sharing_resource res[GS_SHARING_MAX];
+};
+int gs_sharing_parse(const char *text, size_t len, const char *origin, struct gs_sharing *out,
+                     gs_error *err);
+int gs_sharing_load(const char *path, struct gs_sharing *out, gs_error *err);
+
+#endif

@@ -1,0 +1,58 @@
+/* The device plugin: the kubelet's five DevicePlugin methods for each
+ * advertised resource, the table of slices (one per container), their state
+ * on the host, and the PodResources reclaim. Runs on the agent's loop thread.
+ *
+ * One container = one slice. The kubelet calls Allocate once per resource,
+ * back to back for one container (devicemanager allocateContainerResources),
+ * so a container's gpu-memory, gpu-compute and realtime units join the slice
+ * opened by the first of those calls within pair_window_ms on the same GPU;
+ * all its Allocate replies then mount the same files (docs/resources.md). */
+#ifndef GS_AGENT_PLUGIN_H
+#define GS_AGENT_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/agent_config.h"
+#include "agent/inventory.h"
+#include "agent/resources.h"
+#include "agent/rpc.h"
+#include "common/error.h"
+
+#define GS_PLUGIN_PATH_OPTIONS "/v1beta1.DevicePlugin/GetDevicePluginOptions"
+#define GS_PLUGIN_PATH_LAW "/v1beta1.DevicePlugin/ListAndWatch"
+#define GS_PLUGIN_PATH_PREFERRED "/v1beta1.DevicePlugin/GetPreferredAllocation"
+#define GS_PLUGIN_PATH_ALLOCATE "/v1beta1.DevicePlugin/Allocate"
+#define GS_PLUGIN_PATH_PRESTART "/v1beta1.DevicePlugin/PreStartContainer"
+#define GS_PLUGIN_PATH_REGISTER "/v1beta1.Registration/Register"
+#define GS_PLUGIN_PATH_PODRES_LIST "/v1.PodResourcesLister/List"
+
+struct gs_plugin;
+
+/* The caller keeps c, inv and rs alive. Loads slices found under state_root
+ * (an agent restart keeps them) and writes <state_root>/_agent/ld.so.preload. */
+int gs_plugin_create(struct gs_plugin **out, const struct gs_agent_config *c,
+                     struct gs_inventory *inv, const struct gs_resources *rs, gs_error *err);
+void gs_plugin_destroy(struct gs_plugin *p);
+
+/* The method table for gs_rpc_server_start and the user data for resource i. */
+const struct gs_rpc_method *gs_plugin_methods(size_t *n);
+void *gs_plugin_endpoint(struct gs_plugin *p, int resource);
+
+/* Encodes the RegisterRequest for resource i (malloc'd). */
+int gs_plugin_register_request(struct gs_plugin *p, int resource, uint8_t **buf, size_t *len,
+                               gs_error *err);
+/* Device health changed: sends fresh lists on every ListAndWatch stream. */
+void gs_plugin_health_changed(struct gs_plugin *p);
+/* Applies a PodResources List reply: slices whose devices the kubelet no
+ * longer lists, older than reclaim_grace, are removed. Returns how many. */
+int gs_plugin_reclaim(struct gs_plugin *p, const uint8_t *resp, size_t len, gs_error *err);
+
+/* Handles one unary request as the server would (tests and fuzzing). */
+void gs_plugin_handle(struct gs_plugin *p, int resource, const char *path, const uint8_t *req,
+                      size_t len, struct gs_rpc_reply *out);
+int gs_plugin_slice_count(const struct gs_plugin *p);
+/* Where the agent keeps its own files: <state_root>/_agent. */
+const char *gs_plugin_agent_dir(const struct gs_plugin *p);
+
+#endif

@@ -1,0 +1,93 @@
+/* The agent's one small internal API over gRPC C-core (docs/agent.md).
+ *
+ * Why a wrapper: C-core is a completion-queue API with tags, reference counts
+ * and batch rules (specs/kubelet-apis.md pitfalls 5-9). Everything the device
+ * plugin needs fits in four shapes: a server on a unix socket, unary handlers,
+ * one server-streaming method whose sends are coalesced, and a blocking client
+ * unary call. Nothing outside rpc.c includes a gRPC header.
+ *
+ * Threading: one thread (the agent's loop) calls gs_rpc_poll; handlers run on
+ * it, and gs_rpc_stream_send / gs_rpc_server_* must be called on it too.
+ * gs_rpc_call_unary is blocking and may be called from any thread: the agent
+ * calls Register from a worker so the loop keeps serving the kubelet's
+ * GetDevicePluginOptions that arrives inside Register (pitfall 1). */
+#ifndef GS_AGENT_RPC_H
+#define GS_AGENT_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* gRPC status codes we answer with (grpc/status.h values). */
+enum {
+    GS_RPC_OK = 0,
+    GS_RPC_CANCELLED = 1,
+    GS_RPC_INVALID_ARGUMENT = 3,
+    GS_RPC_NOT_FOUND = 5,
+    GS_RPC_ALREADY_EXISTS = 6,
+    GS_RPC_RESOURCE_EXHAUSTED = 8,
+    GS_RPC_FAILED_PRECONDITION = 9,
+    GS_RPC_UNIMPLEMENTED = 12,
+    GS_RPC_INTERNAL = 13,
+    GS_RPC_UNAVAILABLE = 14,
+};
+
+struct gs_rpc;
+struct gs_rpc_server;
+struct gs_rpc_stream;
+
+/* A reply: bytes the handler allocated with malloc (rpc.c frees them), or a
+ * non-OK status with a message that names what was wrong and the fix. */
+struct gs_rpc_reply {
+    uint8_t *data;
+    size_t len;
+    int status;
+    char msg[512];
+};
+
+typedef void (*gs_rpc_unary_fn)(void *ud, const uint8_t *req, size_t len, struct gs_rpc_reply *out);
+/* A streaming call arrived (its request was read): the handler keeps s and
+ * sends on it until closed(s) is called; s is invalid after that. */
+typedef void (*gs_rpc_open_fn)(void *ud, struct gs_rpc_stream *s);
+typedef void (*gs_rpc_closed_fn)(void *ud, struct gs_rpc_stream *s);
+
+struct gs_rpc_method {
+    const char *path; /* "/v1beta1.DevicePlugin/Allocate" */
+    gs_rpc_unary_fn unary;
+    gs_rpc_open_fn open; /* set for server-streaming methods instead of unary */
+    gs_rpc_closed_fn closed;
+};
+
+int gs_rpc_create(struct gs_rpc **out, gs_error *err);
+/* Stops every server, waits for their calls to end and frees everything. */
+void gs_rpc_destroy(struct gs_rpc *r);
+
+/* Serves methods (a table that must outlive the server) on a unix socket. */
+int gs_rpc_server_start(struct gs_rpc *r, const char *socket_path,
+                        const struct gs_rpc_method *methods, size_t n, void *ud,
+                        struct gs_rpc_server **out, gs_error *err);
+/* Shuts the server down, cancels its calls (streams get closed()) and waits
+ * until C-core has let go of it, so its socket path can be bound again. */
+void gs_rpc_server_stop(struct gs_rpc *r, struct gs_rpc_server *s);
+
+/* Handles events for up to timeout_ms; returns how many it handled. */
+int gs_rpc_poll(struct gs_rpc *r, int timeout_ms);
+
+/* Queues one message on a stream. At most one send is in flight per call
+ * (pitfall 6); while one is, a newer message replaces the waiting one, so a
+ * slow peer gets the latest state and the queue never grows. Copies data.
+ * Returns GS_OK, or GS_EIO when the stream has ended. */
+int gs_rpc_stream_send(struct gs_rpc_stream *s, const uint8_t *data, size_t len);
+/* Messages sent / replaced while waiting (for tests and metrics). */
+void gs_rpc_stream_counts(const struct gs_rpc_stream *s, uint64_t *sent, uint64_t *coalesced);
+
+/* Blocking client unary call on "unix:<socket_path>" with a deadline; any
+ * thread. On success *resp is malloc'd (may be NULL with *resp_len 0 for an
+ * empty message). A non-OK status from the peer gives GS_EPROTO with its
+ * message; an unreachable peer gives GS_EIO. */
+int gs_rpc_call_unary(const char *socket_path, const char *method, const uint8_t *req,
+                      size_t req_len, int timeout_ms, uint8_t **resp, size_t *resp_len,
+                      gs_error *err);
+
+#endif

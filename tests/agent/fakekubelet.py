@@ -1,0 +1,182 @@
+"""A kubelet played by real gRPC peers (Debian's grpcio under /usr/bin/python3).
+
+Registration server on <dir>/kubelet.sock that, like the kubelet's Register
+handler (devicemanager PluginConnected), dials the plugin and calls
+GetDevicePluginOptions *before* replying; PodResources server; and a client for
+the plugin's DevicePlugin service. Message classes come from our proto/ files
+compiled with protoc --python_out into a temp dir (no grpc_tools needed)."""
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from concurrent import futures
+
+import grpc
+
+SRC = os.environ.get("GS_SRC_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SRC, "build"))
+
+
+def load_protos(tmp):
+    out = os.path.join(tmp, "pb")
+    os.makedirs(out, exist_ok=True)
+    subprocess.check_call(["protoc", "-I" + os.path.join(SRC, "proto"), "--python_out=" + out,
+                           "deviceplugin_v1beta1.proto", "podresources_v1.proto"])
+    sys.path.insert(0, out)
+    import deviceplugin_v1beta1_pb2 as dp  # noqa
+    import podresources_v1_pb2 as pr  # noqa
+    return dp, pr
+
+
+class Kubelet:
+    def __init__(self, dp, kdir):
+        self.dp = dp
+        self.kdir = kdir
+        self.registrations = queue.Queue()
+        self.server = None
+
+    def start(self):
+        dp = self.dp
+
+        def register(req, ctx):
+            t = time.monotonic()
+            err = None
+            try:
+                ch = grpc.insecure_channel("unix:" + os.path.join(self.kdir, req.endpoint),
+                                           options=[("grpc.default_authority", "localhost")])
+                grpc.channel_ready_future(ch).result(timeout=10)
+                opts = ch.unary_unary("/v1beta1.DevicePlugin/GetDevicePluginOptions",
+                                      request_serializer=dp.Empty.SerializeToString,
+                                      response_deserializer=dp.DevicePluginOptions.FromString)(
+                    dp.Empty(), timeout=10)
+                ch.close()
+            except Exception as e:  # the test reports it
+                err, opts = repr(e), None
+            self.registrations.put((t, req, opts, err))
+            return dp.Empty()
+
+        h = grpc.method_handlers_generic_handler("v1beta1.Registration", {
+            "Register": grpc.unary_unary_rpc_method_handler(
+                register, request_deserializer=dp.RegisterRequest.FromString,
+                response_serializer=dp.Empty.SerializeToString)})
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        self.server.add_generic_rpc_handlers((h,))
+        self.server.add_insecure_port("unix:" + os.path.join(self.kdir, "kubelet.sock"))
+        self.server.start()
+
+    def stop(self):
+        if self.server:
+            self.server.stop(0).wait()
+            self.server = None
+
+    def wait_registrations(self, n, timeout=10):
+        got = []
+        deadline = time.monotonic() + timeout
+        while len(got) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                got.append(self.registrations.get(timeout=left))
+            except queue.Empty:
+                break
+        return got
+
+
+class PodResources:
+    def __init__(self, pr, path):
+        self.pr = pr
+        self.path = path
+        self.response = pr.ListPodResourcesResponse()
+        self.calls = 0
+
+    def start(self):
+        pr = self.pr
+
+        def lst(req, ctx):
+            self.calls += 1
+            return self.response
+
+        h = grpc.method_handlers_generic_handler("v1.PodResourcesLister", {
+            "List": grpc.unary_unary_rpc_method_handler(
+                lst, request_deserializer=pr.ListPodResourcesRequest.FromString,
+                response_serializer=pr.ListPodResourcesResponse.SerializeToString)})
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        self.server.add_generic_rpc_handlers((h,))
+        self.server.add_insecure_port("unix:" + self.path)
+        self.server.start()
+
+    def stop(self):
+        self.server.stop(0).wait()
+
+
+class Plugin:
+    """Client of one plugin socket, speaking like the kubelet."""
+
+    def __init__(self, dp, path):
+        self.dp = dp
+        self.ch = grpc.insecure_channel("unix:" + path, options=[("grpc.default_authority", "localhost")])
+        grpc.channel_ready_future(self.ch).result(timeout=10)
+
+    def call(self, method, req, resp_cls, raw=False, timeout=10):
+        ser = (lambda b: b) if raw else (lambda m: m.SerializeToString())
+        return self.ch.unary_unary("/v1beta1.DevicePlugin/" + method, request_serializer=ser,
+                                   response_deserializer=resp_cls.FromString)(req, timeout=timeout)
+
+    def options(self):
+        return self.call("GetDevicePluginOptions", self.dp.Empty(), self.dp.DevicePluginOptions)
+
+    def allocate(self, *containers, raw=None):
+        dp = self.dp
+        req = raw if raw is not None else dp.AllocateRequest(
+            container_requests=[dp.ContainerAllocateRequest(devices_ids=list(c)) for c in containers])
+        return self.call("Allocate", req, dp.AllocateResponse, raw=raw is not None)
+
+    def preferred(self, available, size, must=()):
+        dp = self.dp
+        req = dp.PreferredAllocationRequest(container_requests=[dp.ContainerPreferredAllocationRequest(
+            available_deviceIDs=list(available), must_include_deviceIDs=list(must), allocation_size=size)])
+        return self.call("GetPreferredAllocation", req, dp.PreferredAllocationResponse)
+
+    def watch(self):
+        """Starts ListAndWatch; returns a queue of device lists [(id, health)]."""
+        q = queue.Queue()
+        call = self.ch.unary_stream("/v1beta1.DevicePlugin/ListAndWatch",
+                                    request_serializer=self.dp.Empty.SerializeToString,
+                                    response_deserializer=self.dp.ListAndWatchResponse.FromString)(self.dp.Empty())
+
+        def pump():
+            try:
+                for m in call:
+                    q.put([(d.ID, d.health) for d in m.devices])
+            except grpc.RpcError:
+                q.put(None)
+        threading.Thread(target=pump, daemon=True).start()
+        return q, call
+
+    def close(self):
+        self.ch.close()
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, name, detail=""):
+        self.n += 1
+        if cond:
+            print("ok %d - %s" % (self.n, name), flush=True)
+        else:
+            self.failed += 1
+            print("not ok %d - %s" % (self.n, name), flush=True)
+            if detail:
+                for line in str(detail).splitlines():
+                    print("#   " + line, flush=True)
+        return cond
+
+    def done(self):
+        print("1..%d" % self.n, flush=True)
+        return 1 if self.failed else 0
