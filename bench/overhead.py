@@ -2,14 +2,17 @@
 
   python3 bench/overhead.py --bin /tmp/overhead --gpuslice build-minimal/gpuslice --reps 12
 
-Alternates fresh processes: native, gpuslice with an enforcing slice, and
-LD_PRELOAD with no slice (pass-through); reports medians and ratios.
+Alternates fresh processes: native; the interposer with an enforcing slice
+(LD_PRELOAD + GPUSLICE_STATE_DIR, as in a container); LD_PRELOAD with no slice
+(pass-through); and the whole `gpuslice run` wrapper. Reports medians and ratios.
 """
 import argparse
 import json
 import os
 import statistics
+import struct
 import subprocess
+import tempfile
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
@@ -18,14 +21,31 @@ ap.add_argument("--reps", type=int, default=12)
 ap.add_argument("--out")
 args = ap.parse_args()
 lib = os.path.join(os.path.dirname(os.path.abspath(args.gpuslice)), "libgpuslice.so")
+
+
+def make_slice(path, memory):
+    """The state `gpuslice run` prepares, made here so the measured process
+    has no gpuslice parent: limits (key = value) and an empty ledger (v1)."""
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "limits"), "w") as f:
+        f.write(f"version = 1\nmemory = {memory}\nslice_id = bench\n")
+    hdr = b"GSLEDGER" + struct.pack("<III", 1, 16512, 256)
+    with open(os.path.join(path, "ledger"), "wb") as f:
+        f.write(hdr + bytes(16512 - len(hdr)))
+
+
+state = tempfile.mkdtemp(prefix="gs-bench-")
 variants = {
     "native": [args.bin],
-    "gpuslice": [args.gpuslice, "run", "--memory", "100Gi", "--", args.bin],
+    "gpuslice": ["env", f"LD_PRELOAD={lib}", f"GPUSLICE_STATE_DIR={state}", args.bin],
     "passthrough": ["env", f"LD_PRELOAD={lib}", args.bin],
+    "gpuslice_run": [args.gpuslice, "run", "--memory", "100Gi", "--", args.bin],
 }
 runs = {k: [] for k in variants}
 for _ in range(args.reps):
     for k, cmd in variants.items():
+        if k == "gpuslice":
+            make_slice(state, 100 << 30)  # fresh ledger each time, as a new container gets
         out = subprocess.run(cmd, capture_output=True, text=True)
         line = [l for l in out.stdout.splitlines() if l.startswith("{")]
         if not line:
@@ -35,7 +55,7 @@ summary = {}
 for k, rs in runs.items():
     summary[k] = {m: statistics.median(r[m] for r in rs) for m in ("startup_ms", "launch_us", "alloc_pair_us")}
 n = summary["native"]
-for k in ("gpuslice", "passthrough"):
+for k in ("gpuslice", "passthrough", "gpuslice_run"):
     s = summary[k]
     s["launch_delta_us"] = s["launch_us"] - n["launch_us"]
     s["alloc_pair_ratio"] = s["alloc_pair_us"] / n["alloc_pair_us"]

@@ -3,6 +3,10 @@
 CLI_SRCS := $(wildcard src/cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 $(BUILD)/src/cli/version.o: CFLAGS_ALL += -DGS_VERSION='"$(VERSION)"' -DGS_GIT_REV='"$(GIT_REV)"' $(if $(filter 1,$(MINIMAL)),-DGS_MINIMAL)
-$(BUILD)/gpuslice: $(CLI_OBJS) $(if $(filter 1,$(MINIMAL)),,$(GPUSLICE_OBJS)) $(BUILD)/libgscommon.a
+# `gpuslice run` shares the agent's libc-only allocation code (inventory,
+# resources, settings); the full build links it through GPUSLICE_OBJS.
+RUN_CORE_OBJS := $(addprefix $(BUILD)/src/agent/,resources.o inventory.o inventory_nvml.o \
+	inventory_sim.o inventory_tegra.o agent_config.o)
+$(BUILD)/gpuslice: $(CLI_OBJS) $(if $(filter 1,$(MINIMAL)),$(RUN_CORE_OBJS),$(GPUSLICE_OBJS)) $(BUILD)/libgscommon.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(if $(filter 1,$(MINIMAL)),,$(GPUSLICE_LIBS)) -ldl
 ALL_TARGETS += $(BUILD)/gpuslice

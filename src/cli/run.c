@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/resources.h"
 #include "cli/cli.h"
 #include "common/gs_cuda.h"
 #include "common/ledger.h"
@@ -300,13 +301,34 @@ int gs_cmd_run(int argc, char **argv)
                     why);
         return 3;
     }
-    snprintf(lim.device, sizeof lim.device, "%d", device);
-    snprintf(lim.slice_id, sizeof lim.slice_id, "run-%ld", (long)getpid());
     if (!root[0])
         default_state_root(root, sizeof root);
+    /* The same allocation code as the agent's Allocate: the inventory backend
+     * sizes the GPU, the context reserve is set aside, and the slice's state
+     * is prepared exactly as for a Pod. */
+    struct gs_agent_config ac;
+    gs_agent_config_defaults(&ac, NULL);
+    snprintf(ac.state_root, sizeof ac.state_root, "%s", root);
+    ac.backend = simulated ? GS_BACKEND_SIMULATED : GS_BACKEND_AUTO;
+    char id[64];
+    snprintf(id, sizeof id, "run-%ld", (long)getpid());
+    struct gs_limits want = lim;
     struct gs_slice_paths paths;
-    if (gs_slice_prepare(root, lim.slice_id, &lim, &paths, &err) < 0) {
+    if (gs_resources_standalone_slice(&ac, have_mem ? want.memory : 0, (unsigned)want.compute,
+                                      want.priority == GS_PRIO_CRITICAL, id, &lim, &paths,
+                                      &err) < 0) {
         fprintf(stderr, "gpuslice run: %s\n", err.msg);
+        return 3;
+    }
+    /* What only a standalone run can ask for: no memory cap at all, and the
+     * hard compute cap (an agent setting in a cluster). */
+    lim.compute_mode = want.compute_mode;
+    lim.simulated = simulated;
+    if (!have_mem)
+        lim.memory = 0;
+    if (gs_limits_write(paths.limits, &lim, &err) < 0) {
+        fprintf(stderr, "gpuslice run: %s\n", err.msg);
+        gs_slice_remove(root, id, NULL);
         return 3;
     }
 
@@ -336,7 +358,7 @@ int gs_cmd_run(int argc, char **argv)
     child_pid = fork();
     if (child_pid < 0) {
         fprintf(stderr, "gpuslice run: fork failed: %s\n", strerror(errno));
-        gs_slice_remove(root, lim.slice_id, NULL);
+        gs_slice_remove(root, id, NULL);
         return 3;
     }
     if (child_pid == 0) {
@@ -389,7 +411,7 @@ int gs_cmd_run(int argc, char **argv)
         gs_ledger_close(l);
     }
     if (!keep)
-        gs_slice_remove(root, lim.slice_id, NULL);
+        gs_slice_remove(root, id, NULL);
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;

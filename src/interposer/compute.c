@@ -1,0 +1,79 @@
+#include "interposer/compute.h"
+
+int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now)
+{
+    if (!t->critical || !t->alive || t->crit_launch_ns == 0)
+        return 0;
+    if (t->crit_idle_ns >= t->crit_launch_ns)
+        return 0; /* everything it launched has been seen finished */
+    return now - t->crit_launch_ns < GS_CC_CRIT_STALE_NS;
+}
+
+static int active(const struct gs_cc_tenant *t, uint64_t now)
+{
+    return t->alive && t->share > 0 && !t->critical && t->demand_ns &&
+           now - t->demand_ns < GS_CC_IDLE_NS;
+}
+
+static int before(const struct gs_cc_tenant *t, int i, int j)
+{
+    return t[i].key < t[j].key || (t[i].key == t[j].key && i < j);
+}
+
+void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, uint64_t period,
+                  uint64_t debt, struct gs_cc_decision *out)
+{
+    const struct gs_cc_tenant *me = &t[self];
+    out->gated_by_critical = 0;
+    if (me->critical) {
+        out->go = 1;
+        out->until_ns = now + period;
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (i != self && gs_cc_critical_busy(&t[i], now)) {
+            out->go = 0;
+            out->until_ns = now + GS_CC_CRIT_POLL_NS;
+            out->gated_by_critical = 1;
+            return;
+        }
+    }
+    /* Until a critical tenant is busy, look again often enough to yield fast. */
+    uint64_t crit_horizon = UINT64_MAX;
+    for (int i = 0; i < n; i++)
+        if (i != self && t[i].critical && t[i].alive)
+            crit_horizon = now + GS_CC_CRIT_POLL_NS;
+    if (me->share == 0) {
+        out->go = 1;
+        out->until_ns = crit_horizon < now + period ? crit_horizon : now + period;
+        return;
+    }
+    /* Windows over the tenants that want the GPU now (we do: we are asking). */
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        if (i == self || active(&t[i], now))
+            sum += t[i].share;
+    uint64_t start = now - now % period, off = 0, len = 0;
+    for (int i = 0; i < n; i++) {
+        if (i != self && !active(&t[i], now))
+            continue;
+        uint64_t denom = t[i].cap ? (sum > 100 ? sum : 100) : sum;
+        uint64_t l = period * t[i].share / denom;
+        if (i == self)
+            len = l;
+        else if (before(t, i, self))
+            off += l;
+    }
+    /* Pay back the last drain's overrun, but always keep a quarter window. */
+    uint64_t eff = len > debt ? len - debt : 0;
+    if (eff < len / 4)
+        eff = len / 4;
+    uint64_t ws = start + off, we = ws + eff;
+    if (now >= ws && now < we) {
+        out->go = 1;
+        out->until_ns = we < crit_horizon ? we : crit_horizon;
+        return;
+    }
+    out->go = 0;
+    out->until_ns = now < ws ? ws : ws + period;
+}

@@ -1,0 +1,65 @@
+/* The compute controller's decision, as a pure function of time and of what
+ * each tenant on the GPU publishes, so it is tested in virtual time
+ * (tests/interposer/test_compute.c) and runs the same in every process.
+ *
+ * Contexts of different processes time-slice on the GPU. The controller
+ * gives each best-effort tenant with a share exclusive windows in a period
+ * P that all tenants agree on (CLOCK_MONOTONIC is one clock for the whole
+ * host): window lengths are proportional to the shares of the tenants that
+ * want the GPU now, so idle capacity is not wasted (work-conserving); a
+ * hard-capped tenant's window never exceeds its share of P. A tenant drains
+ * its queued work when its window ends and pays the overrun back from its
+ * next window (debt), so the long-run share converges. Latency-critical
+ * tenants ignore windows; while one has work, best-effort tenants do not
+ * launch at all (they yield at kernel boundaries).
+ *
+ * What a tenant reads of the others comes from their limits (written by the
+ * agent, read-only to everyone) and from their ledgers (each written only
+ * by its own tenant): a tenant can claim demand for the GPU, which gets it
+ * no more than its share, and only a tenant the agent made critical is
+ * believed when it says it is busy. */
+#ifndef GS_COMPUTE_H
+#define GS_COMPUTE_H
+
+#include <stdint.h>
+
+#define GS_CC_MAX_TENANTS 64
+/* Default period: long enough that a window holds many kernels and the
+ * drain at its end is small next to it; short enough that a tenant coming
+ * back from idle waits little. */
+#define GS_CC_PERIOD_NS (50ull * 1000 * 1000)
+/* A tenant that has not wanted the GPU for this long is idle. */
+#define GS_CC_IDLE_NS (GS_CC_PERIOD_NS * 2)
+/* A critical tenant that launched but neither synchronised nor launched for
+ * this long is no longer believed busy (it may have died mid-kernel). */
+#define GS_CC_CRIT_STALE_NS (100ull * 1000 * 1000)
+/* How often a gated best-effort tenant looks again while a critical one runs. */
+#define GS_CC_CRIT_POLL_NS (50ull * 1000)
+
+struct gs_cc_tenant {
+    uint64_t key;        /* stable order key (hash of the slice id); ties broken by index */
+    unsigned share;      /* percent, 0 = not compute-controlled */
+    int cap;             /* hard cap: never above share, even when others idle */
+    int critical;        /* latency-critical class (set by the agent) */
+    int alive;           /* owner process(es) alive */
+    uint64_t demand_ns;  /* last time it wanted to launch */
+    uint64_t crit_launch_ns; /* critical only: last launch */
+    uint64_t crit_idle_ns;   /* critical only: last time its work was seen finished */
+};
+
+struct gs_cc_decision {
+    int go;              /* launch now */
+    uint64_t until_ns;   /* go: may keep launching without asking until then;
+                            !go: ask again at this time */
+    int gated_by_critical;
+};
+
+/* Decides for tenants[self] at time now. debt_ns shortens its own window
+ * (the overrun of its last drain). */
+void gs_cc_decide(const struct gs_cc_tenant *tenants, int n, int self, uint64_t now,
+                  uint64_t period_ns, uint64_t debt_ns, struct gs_cc_decision *out);
+
+/* Is a critical tenant t busy at now? */
+int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now);
+
+#endif
