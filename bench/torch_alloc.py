@@ -1,4 +1,4 @@
-"""One tenant's PyTorch allocations under a slice (bench/h200_memory.sh runs it).
+"""One tenant's PyTorch allocations under a slice (bench/h200_memory.py runs it).
 
 Allocates 256 MiB tensors until torch.OutOfMemoryError, then 16 MiB and 2 MiB
 ones, so "usable" counts every byte the slice let PyTorch have. Prints one

@@ -62,8 +62,8 @@ int gs_inventory_sim_probe(struct gs_inventory *inv, const struct gs_inventory_o
     char q[32];
     snprintf(q, sizeof q, "%llu", (unsigned long long)(c.memory >> 20));
     snprintf(inv->how, sizeof inv->how,
-             "SIMULATED: %d GPU(s) of %s MiB each from %s; nothing is enforced on real hardware",
-             inv->ngpu, q, o->sim_config && *o->sim_config ? o->sim_config : "built-in defaults");
+             "SIMULATED: %d GPU(s) of %s MiB each from %s; no real GPU behind it", inv->ngpu, q,
+             o->sim_config && *o->sim_config ? o->sim_config : "built-in defaults");
     GS_LOGW("simulated GPU backend: %s", inv->how);
     gs_inventory_sim_poll(inv);
     return GS_OK;

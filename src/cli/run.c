@@ -36,7 +36,6 @@ static void run_usage(FILE *out)
             "  --state-root D  where the slice's state lives (default: $XDG_RUNTIME_DIR/gpuslice,\n"
             "                  /run/gpuslice-run as root, else /tmp/gpuslice-<uid>)\n"
             "  --keep-state    leave the state directory for inspection\n"
-            "  --device N      GPU index (default 0)\n"
             "The slice counts the application's allocations; the CUDA context's own memory\n"
             "(about 0.5 GiB per process on an H200) comes on top: see docs/resources.md.\n");
 }
@@ -199,15 +198,19 @@ static void prepend_env(const char *name, const char *value, char sep)
 int gs_cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"memory", required_argument, 0, 'm'}, {"compute", required_argument, 0, 'c'},
-        {"hard-cap", no_argument, 0, 'H'},     {"critical", no_argument, 0, 'C'},
-        {"simulated", no_argument, 0, 'S'},    {"state-root", required_argument, 0, 'r'},
-        {"keep-state", no_argument, 0, 'k'},   {"device", required_argument, 0, 'd'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+        {"memory", required_argument, 0, 'm'},
+        {"compute", required_argument, 0, 'c'},
+        {"hard-cap", no_argument, 0, 'H'},
+        {"critical", no_argument, 0, 'C'},
+        {"simulated", no_argument, 0, 'S'},
+        {"state-root", required_argument, 0, 'r'},
+        {"keep-state", no_argument, 0, 'k'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     struct gs_limits lim;
     gs_limits_defaults(&lim);
-    int simulated = 0, keep = 0, device = 0, have_mem = 0, have_cpu = 0;
+    int simulated = 0, keep = 0, have_mem = 0, have_cpu = 0;
     char root[PATH_MAX] = "";
     gs_error err = {0};
     int c;
@@ -237,16 +240,6 @@ int gs_cmd_run(int argc, char **argv)
         case 'S': simulated = 1; break;
         case 'r': snprintf(root, sizeof root, "%s", optarg); break;
         case 'k': keep = 1; break;
-        case 'd': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 0 || v > 63) {
-                fprintf(stderr, "gpuslice run: --device '%s' is not a GPU index (0-63)\n", optarg);
-                return 2;
-            }
-            device = (int)v;
-            break;
-        }
         case 'h': run_usage(stdout); return 0;
         default: run_usage(stderr); return 2;
         }
@@ -285,22 +278,6 @@ int gs_cmd_run(int argc, char **argv)
         }
         lim.simulated = 1;
     }
-    struct gpu_facts gpu = {0};
-    char why[512] = "";
-    probe_gpu_isolated(driver, device, &gpu, why, sizeof why);
-    if (!gpu.ok) {
-        if (simulated)
-            fprintf(stderr, "gpuslice run: the simulated GPU failed: %s\n", why);
-        else
-            fprintf(stderr,
-                    "gpuslice run: no usable CUDA driver: %s.\n"
-                    "  The driver is found as the CUDA runtime finds it: libcuda.so.1 through the\n"
-                    "  library search path (check 'ldconfig -p | grep libcuda', LD_LIBRARY_PATH).\n"
-                    "  Install the NVIDIA driver, or add --simulated to try gpuslice on the "
-                    "simulated GPU.\n",
-                    why);
-        return 3;
-    }
     if (!root[0])
         default_state_root(root, sizeof root);
     /* The same allocation code as the agent's Allocate: the inventory backend
@@ -308,7 +285,13 @@ int gs_cmd_run(int argc, char **argv)
      * is prepared exactly as for a Pod. */
     struct gs_agent_config ac;
     gs_agent_config_defaults(&ac, NULL);
-    snprintf(ac.state_root, sizeof ac.state_root, "%s", root);
+    if (strlen(root) >= sizeof ac.state_root) {
+        fprintf(stderr,
+                "gpuslice run: --state-root is longer than %zu characters; choose a shorter path\n",
+                sizeof ac.state_root - 1);
+        return 2;
+    }
+    memcpy(ac.state_root, root, strlen(root) + 1);
     ac.backend = simulated ? GS_BACKEND_SIMULATED : GS_BACKEND_AUTO;
     char id[64];
     snprintf(id, sizeof id, "run-%ld", (long)getpid());
@@ -332,6 +315,26 @@ int gs_cmd_run(int argc, char **argv)
         return 3;
     }
 
+    struct gpu_facts gpu = {0};
+    char why[512] = "";
+    /* Ask the driver about the GPU the slice is on, seen as the workload will see it. */
+    if (!simulated && lim.device[0])
+        setenv("CUDA_VISIBLE_DEVICES", lim.device, 1);
+    probe_gpu_isolated(driver, 0, &gpu, why, sizeof why);
+    if (!gpu.ok) {
+        if (simulated)
+            fprintf(stderr, "gpuslice run: the simulated GPU failed: %s\n", why);
+        else
+            fprintf(stderr,
+                    "gpuslice run: no usable CUDA driver: %s.\n"
+                    "  The driver is found as the CUDA runtime finds it: libcuda.so.1 through the\n"
+                    "  library search path (check 'ldconfig -p | grep libcuda', LD_LIBRARY_PATH).\n"
+                    "  Install the NVIDIA driver, or add --simulated to try gpuslice on the "
+                    "simulated GPU.\n",
+                    why);
+        gs_slice_remove(root, id, NULL);
+        return 3;
+    }
     char mem_s[32], tot_s[32];
     gs_quantity_format_bytes(lim.memory, mem_s, sizeof mem_s);
     gs_quantity_format_bytes(gpu.total, tot_s, sizeof tot_s);

@@ -147,7 +147,7 @@ void gs_mem_after_fork(void)
         return;
     struct gs_ptrmap *maps[] = {&gs_g.allocs, &gs_g.vmm, &gs_g.maps, &gs_g.arrays, &gs_g.host};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) {
-        size_t cap = maps[i]->mask + 1;
+        size_t cap = maps[i]->big.mask + 1;
         gs_ptrmap_free(maps[i]);
         gs_ptrmap_init(maps[i], cap);
     }

@@ -1,6 +1,11 @@
 /* A lock-free open-addressing map from a driver address or handle to a
  * 64-bit value, for the interposer's hot path (an allocation records its
  * size, a free looks it up): no lock, no system call after creation.
+ *
+ * Two levels: a small table that stays in cache (the common case, a few
+ * thousand live allocations) with a bounded probe, and a large one, mapped
+ * lazily, that takes what does not fit. Keys and values sit side by side, so
+ * one operation touches one cache line.
  * Keys 0 and 1 are reserved (empty, removed); driver pointers and handles
  * are never 0 or 1. Each key is inserted at most once while live, which is
  * what the driver guarantees for the addresses and handles it hands out. */
@@ -11,13 +16,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct gs_ptrmap {
-    _Atomic uint64_t *keys;
-    _Atomic uint64_t *vals;
-    size_t mask;
+struct gs_ptrmap_entry {
+    _Atomic uint64_t key;
+    _Atomic uint64_t val;
 };
 
-/* capacity must be a power of two; memory is mapped lazily (untouched pages cost nothing). */
+struct gs_ptrmap_level {
+    struct gs_ptrmap_entry *e;
+    size_t mask;
+    size_t max_probe;
+};
+
+struct gs_ptrmap {
+    struct gs_ptrmap_level small, big;
+};
+
+/* capacity (a power of two) bounds the big level; memory is mapped lazily. */
 int gs_ptrmap_init(struct gs_ptrmap *m, size_t capacity);
 void gs_ptrmap_free(struct gs_ptrmap *m);
 /* 0 on success, -1 when the map is full. */

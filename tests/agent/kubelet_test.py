@@ -139,11 +139,11 @@ def fractional(tmp, dp, pr):
         cpt = fk.Plugin(dp, os.path.join(kdir, ep.get("gpuslice.io/gpu-compute", "x")))
         rt = fk.Plugin(dp, os.path.join(kdir, ep.get("gpuslice.io/realtime", "x")))
 
-        # (16 GiB - 8 tenants x 512 MiB context reserve) / 256 MiB = 48 units per GPU.
+        # (16 GiB - 8 tenants x 544 MiB context reserve) / 256 MiB = 47 units per GPU.
         mq, mcall = mem.watch()
         devs = next_list(mq)
-        tap.ok(devs is not None and len(devs) == 96 and all(h == "Healthy" for _, h in devs),
-               "ListAndWatch lists 48 memory units per GPU, healthy", devs and len(devs))
+        tap.ok(devs is not None and len(devs) == 94 and all(h == "Healthy" for _, h in devs),
+               "ListAndWatch lists 47 memory units per GPU, healthy", devs and len(devs))
         cq, ccall = cpt.watch()
         cdevs = next_list(cq)
         tap.ok(cdevs is not None and len(cdevs) == 200, "ListAndWatch lists 100 compute units per GPU")
@@ -173,9 +173,9 @@ def fractional(tmp, dp, pr):
         lim_path = mt.get("/run/gpuslice/limits", ("",))[0]
         lim = read_limits(lim_path) if os.path.exists(lim_path) else {}
         tap.ok(lim.get("memory") == str(2 * GiB) and lim.get("compute") == "30" and
-               lim.get("context_reserve") == str(512 * MiB) and lim.get("simulated") == "true" and
+               lim.get("context_reserve") == str(544 * MiB) and lim.get("simulated") == "true" and
                lim.get("priority") == "best-effort" and lim.get("device") == "SIM-GPU-0000",
-               "limits file: 2 GiB, 30%, context reserve 512 MiB, simulated", lim)
+               "limits file: 2 GiB, 30%, context reserve 544 MiB, simulated", lim)
         tap.ok(os.path.exists(lim_path) and stat.S_IMODE(os.stat(lim_path).st_mode) == 0o444,
                "limits file is read-only (0444)")
         with open(mt["/etc/ld.so.preload"][0]) as f:
@@ -191,7 +191,7 @@ def fractional(tmp, dp, pr):
                "realtime slot joins the next container's slice as critical", lim3)
 
         # GetPreferredAllocation: the open slice's GPU first; else best fit.
-        avail = ["gpu0-mem-%04d" % i for i in range(12, 48)] + ["gpu1-mem-%04d" % i for i in range(48)]
+        avail = ["gpu0-mem-%04d" % i for i in range(12, 47)] + ["gpu1-mem-%04d" % i for i in range(47)]
         time.sleep(2.2)  # let the pairing window close
         pa = mem.preferred(avail, 4)
         ids = list(pa.container_responses[0].deviceIDs)
@@ -225,8 +225,8 @@ def fractional(tmp, dp, pr):
         code, msg = rpc_code(lambda: mem.allocate([]))
         tap.ok(code == grpc.StatusCode.INVALID_ARGUMENT and "no device IDs" in msg,
                "container request without IDs is refused", (code, msg))
-        code, msg = rpc_code(lambda: mem.allocate(["gpu0-mem-%04d" % (i % 48) for i in range(5000)]))
-        tap.ok(code == grpc.StatusCode.INVALID_ARGUMENT and "only 96" in msg, "5000-ID request is refused", (code, msg))
+        code, msg = rpc_code(lambda: mem.allocate(["gpu0-mem-%04d" % (i % 47) for i in range(5000)]))
+        tap.ok(code == grpc.StatusCode.INVALID_ARGUMENT and "only 94" in msg, "5000-ID request is refused", (code, msg))
         code, msg = rpc_code(lambda: mem.allocate(raw=b"\x0a\x05" + b"x" * (5 << 20)))
         tap.ok(code == grpc.StatusCode.RESOURCE_EXHAUSTED, "5 MiB request: RESOURCE_EXHAUSTED", (code, msg))
         code, msg = rpc_code(lambda: mem.allocate(raw=b"\xff\xff\xff\xff\x0f garbage"))
@@ -294,7 +294,7 @@ def fractional(tmp, dp, pr):
         mem = fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/gpu-memory"]))
         q2, _ = mem.watch()
         l2 = next_list(q2)
-        tap.ok(l2 is not None and len(l2) == 96, "ListAndWatch works on the new socket")
+        tap.ok(l2 is not None and len(l2) == 94, "ListAndWatch works on the new socket")
         mem.close()
         kub2.stop()
         podres.stop()
@@ -339,9 +339,9 @@ def replica(tmp, dp, pr):
                "4 replicas with NVIDIA-style IDs", devs)
         r = p.allocate(["SIM-GPU-0000::2"])
         lim = read_limits(mounts(r)["/run/gpuslice/limits"][0])
-        # (16 GiB - 4 x 512 MiB) / 4 = 3.5 GiB, 25 %.
-        tap.ok(lim.get("memory") == str(3584 * MiB) and lim.get("compute") == "25",
-               "a replica is enforced: 3.5 GiB and 25%", lim)
+        # (16 GiB - 4 x 544 MiB) / 4 = 3552 MiB, 25 %.
+        tap.ok(lim.get("memory") == str(3552 * MiB) and lim.get("compute") == "25",
+               "a replica is enforced: 3552 MiB and 25%", lim)
         c = r.container_responses[0]
         tap.ok([d.name for d in c.cdi_devices] == ["nvidia.com/gpu=SIM-GPU-0000"] and
                dict(c.envs).get("NVIDIA_VISIBLE_DEVICES") == "void",
