@@ -10,3 +10,7 @@ RUN_CORE_OBJS := $(addprefix $(BUILD)/src/agent/,resources.o inventory.o invento
 $(BUILD)/gpuslice: $(CLI_OBJS) $(if $(filter 1,$(MINIMAL)),$(RUN_CORE_OBJS),$(GPUSLICE_OBJS)) $(BUILD)/libgscommon.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(if $(filter 1,$(MINIMAL)),,$(GPUSLICE_LIBS)) -ldl
 ALL_TARGETS += $(BUILD)/gpuslice
+# version.o carries the git revision: rebuild it every time so it never lies.
+$(BUILD)/src/cli/version.o: FORCE
+.PHONY: FORCE
+FORCE:

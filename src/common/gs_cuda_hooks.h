@@ -95,8 +95,18 @@
     X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))           \
     X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
 
+/* Synchronisation: a latency-critical tenant's work is known finished when
+ * one of these returns (cuCtxSynchronize_v2 is what cuGetProcAddress gives
+ * for "cuCtxSynchronize" at 13000). */
+#define GS_CU_SYNC_HOOKS(X)                                    \
+    X(cuCtxSynchronize, (void), ())                            \
+    X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))             \
+    X(cuStreamSynchronize, (CUstream hStream), (hStream))      \
+    X(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream)) \
+    X(cuEventSynchronize, (CUevent hEvent), (hEvent))
+
 /* All hooked driver entry points. */
-#define GS_CU_HOOKS(X) GS_CU_ALLOC_HOOKS(X) GS_CU_LAUNCH_HOOKS(X)
+#define GS_CU_HOOKS(X) GS_CU_ALLOC_HOOKS(X) GS_CU_LAUNCH_HOOKS(X) GS_CU_SYNC_HOOKS(X)
 
 /* Entry points the interposer and fake driver need but do not hook. */
 #define GS_CU_HELPERS(X)                                                                      \
@@ -110,9 +120,11 @@
     X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev))                                    \
     X(cuCtxSetCurrent, (CUcontext ctx), (ctx))                                                \
     X(cuCtxGetCurrent, (CUcontext * pctx), (pctx))                                            \
-    X(cuCtxSynchronize, (void), ())                                                           \
-    X(cuStreamSynchronize, (CUstream hStream), (hStream))                                     \
     X(cuStreamQuery, (CUstream hStream), (hStream))                                           \
+    X(cuEventCreate, (CUevent * phEvent, unsigned int Flags), (phEvent, Flags))               \
+    X(cuEventRecord, (CUevent hEvent, CUstream hStream), (hEvent, hStream))                   \
+    X(cuEventQuery, (CUevent hEvent), (hEvent))                                               \
+    X(cuEventDestroy_v2, (CUevent hEvent), (hEvent))                                          \
     X(cuMemAddressReserve,                                                                    \
       (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,                    \
        unsigned long long flags),                                                             \

@@ -105,6 +105,13 @@ int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime)
         if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0)
             continue;
         if (atomic_compare_exchange_strong(&s->pid, &expect, pid)) {
+            /* Raise the high-water mark before this slot is ever charged: a
+             * charger that reads the old mark charged before our claim, so
+             * our own check will see its bytes (docs/common.md). */
+            uint32_t h = atomic_load(&l->hwm);
+            while (h < (uint32_t)i + 1 &&
+                   !atomic_compare_exchange_weak(&l->hwm, &h, (uint32_t)i + 1))
+                ;
             /* We own it now: clear what a dead owner left. Until this store
              * the stale bytes still count, which only errs on the safe side. */
             atomic_store(&s->used, 0);
@@ -124,7 +131,10 @@ uint64_t gs_ledger_used(const struct gs_ledger *l)
 {
     uint64_t sum = 0;
     struct gs_ledger *m = (struct gs_ledger *)l;
-    for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
+    uint32_t n = atomic_load_explicit(&m->hwm, memory_order_seq_cst);
+    if (n > GS_LEDGER_SLOTS)
+        n = GS_LEDGER_SLOTS; /* a tenant can scribble on its ledger; never read past it */
+    for (uint32_t i = 0; i < n; i++) {
         if (atomic_load_explicit(&m->slots[i].pid, memory_order_seq_cst) <= 0)
             continue; /* free or reaped: its bytes died with its owner */
         sum += atomic_load_explicit(&m->slots[i].used, memory_order_seq_cst);
@@ -134,9 +144,11 @@ uint64_t gs_ledger_used(const struct gs_ledger *l)
 
 int gs_ledger_procs(const struct gs_ledger *l)
 {
+    struct gs_ledger *m = (struct gs_ledger *)l;
+    uint32_t hwm = atomic_load_explicit(&m->hwm, memory_order_relaxed);
     int n = 0;
-    for (int i = 0; i < GS_LEDGER_SLOTS; i++)
-        n += atomic_load_explicit(&((struct gs_ledger *)l)->slots[i].pid, memory_order_relaxed) > 0;
+    for (uint32_t i = 0; i < hwm && i < GS_LEDGER_SLOTS; i++)
+        n += atomic_load_explicit(&m->slots[i].pid, memory_order_relaxed) > 0;
     return n;
 }
 

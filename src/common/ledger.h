@@ -41,22 +41,27 @@ struct gs_ledger_slot {
 };
 
 struct gs_ledger {
-    char magic[8];    /* "GSLEDGER" */
-    uint32_t version; /* GS_LEDGER_VERSION */
-    uint32_t size;    /* sizeof(struct gs_ledger) */
-    uint32_t nslots;  /* GS_LEDGER_SLOTS */
-    uint32_t pad0;
+    char magic[8];                 /* "GSLEDGER" */
+    uint32_t version;              /* GS_LEDGER_VERSION */
+    uint32_t size;                 /* sizeof(struct gs_ledger) */
+    uint32_t nslots;               /* GS_LEDGER_SLOTS */
+    _Atomic uint32_t hwm;          /* slots below this index have ever been claimed */
     _Atomic uint64_t last_reap_ns; /* CLOCK_MONOTONIC ns of the last reap pass */
     _Atomic uint64_t first_ctx_ns; /* first CUDA use by any process (REALTIME ns), 0 = never */
-    _Atomic uint64_t last_use_ns;  /* last allocation or launch seen (REALTIME ns, coarse) */
+    _Atomic uint64_t last_use_ns;  /* last allocation seen (REALTIME ns, coarse) */
     _Atomic uint64_t reaped;       /* slots reclaimed from dead processes */
-    uint64_t reserved[9];          /* room for compute-control fields; zero */
+    /* Compute control (interposer/compute.h), written by this slice's tenant only. */
+    _Atomic uint64_t demand_ns;      /* CLOCK_MONOTONIC: last time it wanted to launch */
+    _Atomic uint64_t crit_launch_ns; /* latency-critical tenants: last launch */
+    _Atomic uint64_t crit_idle_ns;   /* latency-critical tenants: last time its work was done */
+    uint64_t reserved[6];            /* zero */
     struct gs_ledger_slot slots[GS_LEDGER_SLOTS];
 };
 
 _Static_assert(sizeof(struct gs_ledger_slot) == 64, "ledger slot is one cache line");
 _Static_assert(offsetof(struct gs_ledger, slots) == 128, "ledger header is two cache lines");
 _Static_assert(offsetof(struct gs_ledger, last_reap_ns) == 24, "ledger ABI: last_reap_ns");
+_Static_assert(offsetof(struct gs_ledger, demand_ns) == 56, "ledger ABI: demand_ns");
 _Static_assert(sizeof(struct gs_ledger) == 128 + 64 * GS_LEDGER_SLOTS, "ledger ABI size");
 
 /* Creates (or re-initialises) a ledger file; mode 0666 so the tenant's user can map it. */

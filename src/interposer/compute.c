@@ -25,6 +25,7 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
 {
     const struct gs_cc_tenant *me = &t[self];
     out->gated_by_critical = 0;
+    out->window_end_ns = 0;
     if (me->critical) {
         out->go = 1;
         out->until_ns = now + period;
@@ -71,9 +72,38 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
     uint64_t ws = start + off, we = ws + eff;
     if (now >= ws && now < we) {
         out->go = 1;
+        out->window_end_ns = we;
         out->until_ns = we < crit_horizon ? we : crit_horizon;
         return;
     }
     out->go = 0;
     out->until_ns = now < ws ? ws : ws + period;
+}
+
+enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,
+                                      int self, uint64_t now, uint64_t period, uint64_t *wait_until)
+{
+    struct gs_cc_decision d;
+    gs_cc_decide(t, n, self, now, period, me->debt, &d);
+    if (d.go) {
+        me->in_window = d.window_end_ns != 0;
+        if (d.window_end_ns)
+            me->window_end = d.window_end_ns;
+        me->until = d.until_ns;
+        return GS_CC_LAUNCH;
+    }
+    me->until = 0;
+    if (me->in_window && !d.gated_by_critical) {
+        /* Our window is over: our queued work must not run into the next
+         * tenant's window (what does is paid back as debt). */
+        me->in_window = 0;
+        return GS_CC_DRAIN;
+    }
+    *wait_until = d.until_ns;
+    return GS_CC_WAIT;
+}
+
+void gs_cc_drained(struct gs_cc_self *me, uint64_t now)
+{
+    me->debt = now > me->window_end ? now - me->window_end : 0;
 }

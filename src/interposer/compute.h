@@ -48,16 +48,38 @@ struct gs_cc_tenant {
 };
 
 struct gs_cc_decision {
-    int go;            /* launch now */
-    uint64_t until_ns; /* go: may keep launching without asking until then;
-                          !go: ask again at this time */
+    int go;                 /* launch now */
+    uint64_t until_ns;      /* go: may keep launching without asking until then;
+                               !go: ask again at this time */
+    uint64_t window_end_ns; /* go, share-controlled: where our window ends */
     int gated_by_critical;
+};
+
+/* One tenant's own side of the protocol (kept per process). */
+struct gs_cc_self {
+    uint64_t until;      /* may launch without asking until then */
+    uint64_t window_end; /* end of the window we are in */
+    uint64_t debt;       /* overrun of the last drain, taken off the next window */
+    int in_window;       /* launched in the current window; drain before waiting */
+};
+
+enum gs_cc_action {
+    GS_CC_LAUNCH, /* launch now (self->until says for how long) */
+    GS_CC_DRAIN,  /* our window ended: wait for our queued work, then gs_cc_drained */
+    GS_CC_WAIT,   /* sleep until *wait_until, then ask again */
 };
 
 /* Decides for tenants[self] at time now. debt_ns shortens its own window
  * (the overrun of its last drain). */
 void gs_cc_decide(const struct gs_cc_tenant *tenants, int n, int self, uint64_t now,
                   uint64_t period_ns, uint64_t debt_ns, struct gs_cc_decision *out);
+
+/* The whole per-launch protocol for tenants[self] at now. */
+enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_tenant *tenants,
+                                      int n, int self, uint64_t now, uint64_t period_ns,
+                                      uint64_t *wait_until);
+/* Our queued work finished at now after a GS_CC_DRAIN. */
+void gs_cc_drained(struct gs_cc_self *me, uint64_t now);
 
 /* Is a critical tenant t busy at now? */
 int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now);

@@ -99,6 +99,7 @@ static void load_limits(void)
         snprintf(limits, sizeof limits, "%s", GS_LIMITS_CONTAINER_DIR "/" GS_LIMITS_FILE);
         snprintf(ledger, sizeof ledger, "%s", GS_LIMITS_CONTAINER_DIR "/" GS_LEDGER_FILE);
     } else if (env && *env) {
+        snprintf(gs_g.state_dir, sizeof gs_g.state_dir, "%s", env);
         snprintf(limits, sizeof limits, "%s/" GS_LIMITS_FILE, env);
         snprintf(ledger, sizeof ledger, "%s/" GS_LEDGER_FILE, env);
         if (!file_exists(limits)) {
@@ -173,6 +174,8 @@ static void do_init(void)
         gs_g.enforce = 0;
     }
     pthread_atfork(NULL, NULL, at_fork_child);
+    if (gs_g.enforce)
+        gs_cc_init(gs_g.state_dir[0] ? gs_g.state_dir : NULL);
     if (gs_g.enforce) {
         char cap_s[32];
         gs_quantity_format_bytes(gs_g.cap, cap_s, sizeof cap_s);

@@ -61,6 +61,7 @@ struct gs_state {
     struct gs_ptrmap arrays;        /* CUarray / CUmipmappedArray -> charged bytes */
     struct gs_ptrmap host;          /* pinned host pointer -> charged bytes (unified memory only) */
     char source[320];               /* where the limits came from, for logs */
+    char state_dir[300];            /* standalone: GPUSLICE_STATE_DIR; in a container: empty */
 };
 
 /* Our exported wrappers, declared from the same list. */
@@ -92,6 +93,8 @@ void *gs_wrap_address(void *real);
 int gs_streq(const char *a, const char *b);
 /* Real dlsym, never our own. */
 void *gs_real_dlsym(void *handle, const char *name);
+/* Compute controller (launch.c): finds the other tenants' state. */
+void gs_cc_init(const char *state_dir);
 /* Resets per-process state in a forked child. */
 void gs_mem_after_fork(void);
 

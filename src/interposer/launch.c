@@ -1,20 +1,331 @@
-/* Launch hooks: every way work reaches the GPU (kernels, cooperative
- * kernels, the Ex form, graphs, and their per-thread-stream variants) passes
- * here, so none can bypass the compute controller. */
+/* Launch and synchronisation hooks: every way work reaches the GPU (kernels,
+ * cooperative kernels, the Ex form, graphs, and their per-thread-stream
+ * variants) passes the compute controller here; none can bypass it.
+ *
+ * The hot path, for a tenant inside its window with no critical tenant
+ * around, is one vDSO clock read and a compare (no lock, no system call).
+ * The slow path (window boundaries, a critical tenant active) reads the
+ * other tenants' published state, sleeps when it must wait, drains its own
+ * queued work at the end of its window, and bounds its in-flight work with
+ * events so a critical tenant waits at most about one best-effort kernel. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "interposer/compute.h"
 #include "interposer/interposer.h"
 
-#define LAUNCH_HOOK(name, params, args)                                       \
-    GS_API CUresult name params                                               \
-    {                                                                         \
-        gs_ensure_init();                                                     \
-        if (GS_UNLIKELY(!gs_g.real.name))                                     \
-            return CUDA_ERROR_NOT_SUPPORTED;                                  \
-        if (gs_g.enforce) {                                                   \
-            int s = gs_slot();                                                \
-            if (GS_LIKELY(s >= 0))                                            \
-                atomic_fetch_add_explicit(&gs_g.ledger->slots[s].launches, 1, \
-                                          memory_order_relaxed);              \
-        }                                                                     \
-        return gs_g.real.name args;                                           \
+/* Events outstanding at most: with a critical tenant around, after every
+ * launch; otherwise one event per EVENT_EVERY launches keeps a window's
+ * queue (and so the drain at its end) short. */
+#define RING 4
+#define CRIT_RING 2
+#define EVENT_EVERY 16
+#define RESCAN_NS (1000ull * 1000 * 1000)
+#define DEMAND_PUBLISH_NS (1000ull * 1000)
+
+struct peer {
+    char name[sizeof(((struct gs_limits *)0)->slice_id) + 256];
+    struct gs_ledger *ledger; /* read-only map (ours: our own writable one) */
+    struct gs_limits limits;
+    int self;
+};
+
+static struct {
+    pthread_mutex_t lock; /* slow path only */
+    int on;
+    char peers_dir[300];
+    struct peer peers[GS_CC_MAX_TENANTS];
+    int npeers;
+    int any_critical; /* another tenant is latency-critical */
+    uint64_t next_scan;
+    _Atomic uint64_t until; /* hot path: may launch without asking until then */
+    uint64_t last_demand;
+    struct gs_cc_self self;
+    CUevent ring[RING];
+    int ring_head, ring_n;
+    unsigned launches_since_event;
+} cc = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static inline uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t key_of(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a: the same order in every process */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Where the other tenants' state is: the agent mounts the slices root
+ * read-only at /run/gpuslice/peers; `gpuslice run` keeps its slices side by
+ * side under one root. */
+void gs_cc_init(const char *state_dir)
+{
+    cc.on = gs_g.enforce && gs_g.ledger_shared;
+    if (!cc.on)
+        return;
+    struct stat st;
+    if (stat(GS_LIMITS_CONTAINER_DIR "/peers", &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(cc.peers_dir, sizeof cc.peers_dir, "%s", GS_LIMITS_CONTAINER_DIR "/peers");
+    } else if (state_dir) {
+        snprintf(cc.peers_dir, sizeof cc.peers_dir, "%s", state_dir);
+        char *slash = strrchr(cc.peers_dir, '/');
+        if (slash)
+            *slash = '\0';
+    }
+}
+
+static void drop_peers(void)
+{
+    for (int i = 0; i < cc.npeers; i++)
+        if (!cc.peers[i].self)
+            gs_ledger_close(cc.peers[i].ledger);
+    cc.npeers = 0;
+}
+
+static void add_self(void)
+{
+    struct peer *p = &cc.peers[cc.npeers++];
+    snprintf(p->name, sizeof p->name, "%s", gs_g.limits.slice_id);
+    p->ledger = gs_g.ledger;
+    p->limits = gs_g.limits;
+    p->self = 1;
+}
+
+/* Slow path, at most once a second: who else is on this GPU. */
+static void scan_peers(uint64_t now)
+{
+    cc.next_scan = now + RESCAN_NS;
+    drop_peers();
+    add_self();
+    cc.any_critical = 0;
+    DIR *d = cc.peers_dir[0] ? opendir(cc.peers_dir) : NULL;
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) && cc.npeers < GS_CC_MAX_TENANTS) {
+        if (e->d_name[0] == '.' || e->d_name[0] == '_')
+            continue;
+        char path[600];
+        struct peer *p = &cc.peers[cc.npeers];
+        memset(p, 0, sizeof *p);
+        snprintf(path, sizeof path, "%s/%s/" GS_LIMITS_FILE, cc.peers_dir, e->d_name);
+        if (gs_limits_load(path, &p->limits, NULL) < 0)
+            continue;
+        if (!strcmp(p->limits.slice_id, gs_g.limits.slice_id) && gs_g.limits.slice_id[0])
+            continue; /* ourselves */
+        snprintf(path, sizeof path, "%s/%s/" GS_LEDGER_FILE, cc.peers_dir, e->d_name);
+        if (gs_ledger_open(path, 0, &p->ledger, NULL) < 0)
+            continue;
+        snprintf(p->name, sizeof p->name, "%s",
+                 p->limits.slice_id[0] ? p->limits.slice_id : e->d_name);
+        cc.any_critical |= p->limits.priority == GS_PRIO_CRITICAL;
+        cc.npeers++;
+    }
+    closedir(d);
+}
+
+static void view(struct gs_cc_tenant *t, int *self)
+{
+    for (int i = 0; i < cc.npeers; i++) {
+        const struct peer *p = &cc.peers[i];
+        const struct gs_ledger *l = p->ledger;
+        t[i].key = key_of(p->name);
+        t[i].share = (unsigned)p->limits.compute;
+        t[i].cap = p->limits.compute_mode == GS_COMPUTE_CAP;
+        t[i].critical = p->limits.priority == GS_PRIO_CRITICAL;
+        t[i].alive = p->self || gs_ledger_procs(l) > 0;
+        t[i].demand_ns =
+            atomic_load_explicit(&((struct gs_ledger *)l)->demand_ns, memory_order_relaxed);
+        t[i].crit_launch_ns =
+            atomic_load_explicit(&((struct gs_ledger *)l)->crit_launch_ns, memory_order_relaxed);
+        t[i].crit_idle_ns =
+            atomic_load_explicit(&((struct gs_ledger *)l)->crit_idle_ns, memory_order_relaxed);
+        if (p->self)
+            *self = i;
+    }
+}
+
+static void sleep_until_ns(uint64_t t)
+{
+    struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+        ;
+}
+
+/* Waits for the oldest recorded event while the ring holds more than max. */
+static void ring_trim(int max)
+{
+    while (cc.ring_n > max) {
+        CUevent e = cc.ring[cc.ring_head];
+        if (gs_g.real.cuEventQuery && gs_g.real.cuEventQuery(e) == CUDA_ERROR_NOT_READY) {
+            /* Poll rather than block in the driver: cheap, and a critical
+             * tenant's arrival is seen within the poll interval. */
+            sleep_until_ns(mono_ns() + 20000);
+            continue;
+        }
+        cc.ring_head = (cc.ring_head + 1) % RING;
+        cc.ring_n--;
+    }
+}
+
+static void ring_record(CUstream s, int every)
+{
+    if (++cc.launches_since_event < (unsigned)every || !gs_g.real.cuEventRecord)
+        return;
+    cc.launches_since_event = 0;
+    int slot = (cc.ring_head + cc.ring_n) % RING;
+    if (!cc.ring[slot] &&
+        gs_g.real.cuEventCreate(&cc.ring[slot], 2 /* DISABLE_TIMING */) != CUDA_SUCCESS) {
+        cc.ring[slot] = NULL;
+        return;
+    }
+    if (gs_g.real.cuEventRecord(cc.ring[slot], s) == CUDA_SUCCESS)
+        cc.ring_n++;
+}
+
+static void drain(void)
+{
+    ring_trim(0);
+    if (gs_g.real.cuCtxSynchronize)
+        gs_g.real.cuCtxSynchronize();
+}
+
+static void cc_slow(CUstream s)
+{
+    pthread_mutex_lock(&cc.lock);
+    for (;;) {
+        uint64_t now = mono_ns();
+        if (now >= cc.next_scan)
+            scan_peers(now);
+        struct gs_ledger *me = gs_g.ledger;
+        atomic_store_explicit(&me->demand_ns, now, memory_order_relaxed);
+        cc.last_demand = now;
+        struct gs_cc_tenant t[GS_CC_MAX_TENANTS];
+        int self = 0;
+        view(t, &self);
+        uint64_t wait = 0;
+        enum gs_cc_action a =
+            gs_cc_before_launch(&cc.self, t, cc.npeers, self, now, GS_CC_PERIOD_NS, &wait);
+        if (a == GS_CC_LAUNCH) {
+            /* Bound what we queue so a critical tenant, or the next window's
+             * owner, waits for little of our work. */
+            ring_trim(cc.any_critical ? CRIT_RING - 1 : RING - 1);
+            atomic_store_explicit(&cc.until, cc.self.until, memory_order_release);
+            break;
+        }
+        if (a == GS_CC_DRAIN) {
+            drain();
+            gs_cc_drained(&cc.self, mono_ns());
+            continue;
+        }
+        sleep_until_ns(wait);
+    }
+    pthread_mutex_unlock(&cc.lock);
+    (void)s;
+}
+
+static inline void cc_before(CUstream s)
+{
+    if (!cc.on)
+        return;
+    uint64_t now = mono_ns();
+    if (GS_LIKELY(now < atomic_load_explicit(&cc.until, memory_order_acquire))) {
+        if (GS_UNLIKELY(now - cc.last_demand > DEMAND_PUBLISH_NS)) {
+            cc.last_demand = now;
+            atomic_store_explicit(&gs_g.ledger->demand_ns, now, memory_order_relaxed);
+        }
+        if (GS_UNLIKELY(cc.any_critical)) {
+            pthread_mutex_lock(&cc.lock);
+            ring_trim(CRIT_RING - 1);
+            pthread_mutex_unlock(&cc.lock);
+        }
+        return;
+    }
+    cc_slow(s);
+}
+
+static inline void cc_after(CUstream s)
+{
+    if (!cc.on)
+        return;
+    if (gs_g.limits.priority == GS_PRIO_CRITICAL) {
+        atomic_store_explicit(&gs_g.ledger->crit_launch_ns, mono_ns(), memory_order_release);
+        return;
+    }
+    if (gs_g.limits.compute || cc.any_critical) {
+        pthread_mutex_lock(&cc.lock);
+        ring_record(s, cc.any_critical ? 1 : EVENT_EVERY);
+        pthread_mutex_unlock(&cc.lock);
+    }
+}
+
+static inline void count_launch(void)
+{
+    int s = gs_slot();
+    if (GS_LIKELY(s >= 0)) { /* a statistic: no locked add on the hot path */
+        _Atomic uint64_t *c = &gs_g.ledger->slots[s].launches;
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    }
+}
+
+/* The stream each launch form uses. */
+#define STREAM_cuLaunchKernel hStream
+#define STREAM_cuLaunchKernel_ptsz hStream
+#define STREAM_cuLaunchKernelEx (config ? config->hStream : NULL)
+#define STREAM_cuLaunchKernelEx_ptsz (config ? config->hStream : NULL)
+#define STREAM_cuLaunchCooperativeKernel hStream
+#define STREAM_cuLaunchCooperativeKernel_ptsz hStream
+#define STREAM_cuGraphLaunch hStream
+#define STREAM_cuGraphLaunch_ptsz hStream
+
+#define LAUNCH_HOOK(name, params, args)      \
+    GS_API CUresult name params              \
+    {                                        \
+        gs_ensure_init();                    \
+        if (GS_UNLIKELY(!gs_g.real.name))    \
+            return CUDA_ERROR_NOT_SUPPORTED; \
+        if (!gs_g.enforce)                   \
+            return gs_g.real.name args;      \
+        count_launch();                      \
+        cc_before(STREAM_##name);            \
+        CUresult rc = gs_g.real.name args;   \
+        if (rc == CUDA_SUCCESS)              \
+            cc_after(STREAM_##name);         \
+        return rc;                           \
     }
 GS_CU_LAUNCH_HOOKS(LAUNCH_HOOK)
+
+/* A critical tenant's work is finished when a synchronisation returns:
+ * best-effort tenants may run again. */
+static inline void synced(CUresult rc)
+{
+    if (rc == CUDA_SUCCESS && cc.on && gs_g.limits.priority == GS_PRIO_CRITICAL)
+        atomic_store_explicit(&gs_g.ledger->crit_idle_ns, mono_ns(), memory_order_release);
+}
+
+#define SYNC_HOOK(name, params, args)        \
+    GS_API CUresult name params              \
+    {                                        \
+        gs_ensure_init();                    \
+        if (GS_UNLIKELY(!gs_g.real.name))    \
+            return CUDA_ERROR_NOT_SUPPORTED; \
+        CUresult rc = gs_g.real.name args;   \
+        synced(rc);                          \
+        return rc;                           \
+    }
+GS_CU_SYNC_HOOKS(SYNC_HOOK)

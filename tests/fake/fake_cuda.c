@@ -118,6 +118,11 @@ static const int entry_version[E_COUNT] = {
     [E_cuStreamDestroy_v2] = 4000,
     [E_cuStreamSynchronize_ptsz] = 7000,
     [E_cuStreamQuery_ptsz] = 7000,
+    [E_cuEventCreate] = 2000,
+    [E_cuEventRecord] = 2000,
+    [E_cuEventQuery] = 2000,
+    [E_cuEventSynchronize] = 2000,
+    [E_cuEventDestroy_v2] = 4000,
     [E_cuMemGetAllocationGranularity] = 10020,
     [E_cuMemPoolSetAttribute] = 11020,
 };
@@ -1686,4 +1691,90 @@ void gsfake_reset(void)
     pthread_once(&once, fake_init);
     LOCKED();
     reset_state();
+}
+
+/* ---- events: a recorded event completes when the work its stream had
+ * queued at the record is done (simulated time). ---- */
+
+struct fake_event {
+    uint32_t magic;
+    int recorded;
+    uint64_t done_at;
+};
+#define EVENT_MAGIC 0x45564e54u
+
+static struct fake_event *event_from(CUevent e)
+{
+    struct fake_event *ev = (struct fake_event *)e;
+    return ev && ev->magic == EVENT_MAGIC ? ev : NULL;
+}
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    ENTER(cuEventCreate);
+    NEED_INIT();
+    (void)Flags;
+    if (!phEvent)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fake_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ev->magic = EVENT_MAGIC;
+    *phEvent = (CUevent)ev;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+    ENTER(cuEventRecord);
+    NEED_INIT();
+    struct fake_event *ev = event_from(hEvent);
+    if (!ev)
+        return CUDA_ERROR_INVALID_HANDLE;
+    int dev;
+    uint64_t *busy;
+    CUresult rc = stream_queue(hStream, &dev, &busy);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    ev->recorded = 1;
+    ev->done_at = *busy;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(CUevent hEvent)
+{
+    ENTER(cuEventQuery);
+    NEED_INIT();
+    struct fake_event *ev = event_from(hEvent);
+    if (!ev)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return !ev->recorded || now_ns() >= ev->done_at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuEventSynchronize(CUevent hEvent)
+{
+    ENTER_UNLOCKED(cuEventSynchronize);
+    uint64_t until;
+    {
+        LOCKED();
+        NEED_INIT();
+        struct fake_event *ev = event_from(hEvent);
+        if (!ev)
+            return CUDA_ERROR_INVALID_HANDLE;
+        until = ev->recorded ? ev->done_at : 0;
+    }
+    sleep_until(until);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent)
+{
+    ENTER(cuEventDestroy_v2);
+    NEED_INIT();
+    struct fake_event *ev = event_from(hEvent);
+    if (!ev)
+        return CUDA_ERROR_INVALID_HANDLE;
+    ev->magic = 0;
+    free(ev);
+    return CUDA_SUCCESS;
 }

@@ -43,10 +43,8 @@
       (ppExportTable, pExportTableId))                                                       \
     X(cuCtxGetDevice, (CUdevice * device), (device))                                         \
     X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))                  \
-    X(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))                                           \
     X(cuStreamCreate, (CUstream * phStream, unsigned int Flags), (phStream, Flags))          \
     X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                                     \
-    X(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))                               \
     X(cuStreamQuery_ptsz, (CUstream hStream), (hStream))                                     \
     X(cuMemGetAllocationGranularity,                                                         \
       (size_t * granularity, const CUmemAllocationProp *prop, int option),                   \

@@ -919,6 +919,44 @@ static CUresult call_cuStreamQuery(void)
 {
     return cuStreamQuery(NULL);
 }
+/* One event for the whole run: events are not part of the fake's reset. */
+static CUevent event(void)
+{
+    static CUevent e;
+    if (!e)
+        cuEventCreate(&e, 0);
+    return e;
+}
+static CUresult call_cuEventCreate(void)
+{
+    CUevent e = NULL;
+    CUresult rc = cuEventCreate(&e, 0);
+    if (rc == CUDA_SUCCESS)
+        cuEventDestroy_v2(e);
+    return rc;
+}
+static CUresult call_cuEventRecord(void)
+{
+    return cuEventRecord(event(), NULL);
+}
+static CUresult call_cuEventQuery(void)
+{
+    return cuEventQuery(event());
+}
+static CUresult call_cuEventSynchronize(void)
+{
+    return cuEventSynchronize(event());
+}
+static CUresult call_cuEventDestroy_v2(void)
+{
+    static CUevent e; /* kept when an injected failure leaves it alive */
+    if (!e)
+        cuEventCreate(&e, 0);
+    CUresult rc = cuEventDestroy_v2(e);
+    if (rc == CUDA_SUCCESS)
+        e = NULL;
+    return rc;
+}
 static CUresult call_cuMemAddressReserve(void)
 {
     return cuMemAddressReserve(dp(), 2 * MIB, 0, 0, 0);

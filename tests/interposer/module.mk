@@ -7,3 +7,7 @@ $(BUILD)/tests/interposer.test: $(BUILD)/tests/interposer/test_interposer.o $(BU
 		$(BUILD)/tests/gs-worker $(BUILD)/libgpuslice.so
 	$(CC) $(LDFLAGS_ALL) -o $@ $(BUILD)/tests/interposer/test_interposer.o $(BUILD)/libgscommon.a -lcmocka -ldl
 TEST_PROGS += $(BUILD)/tests/interposer.test
+# The compute controller's decisions, in virtual time (no GPU, no clock).
+$(BUILD)/tests/compute.test: $(BUILD)/tests/interposer/test_compute.o $(BUILD)/src/interposer/compute.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lcmocka
+TEST_PROGS += $(BUILD)/tests/compute.test

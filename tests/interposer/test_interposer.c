@@ -393,6 +393,61 @@ static void test_missing_ledger_still_enforces(void **st)
     assert_int_equal(field(run(&s, NULL, args), "allocated "), 2);
 }
 
+static uint64_t mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Wiring, not timing: a best-effort tenant does not launch while a
+ * critical tenant on the same GPU says it is busy, and goes on as soon as
+ * it says it is done. (The controller's timing is tested in virtual time.) */
+static void test_best_effort_yields_to_critical(void **st)
+{
+    (void)st;
+    struct slice crit, be;
+    mkslice(&crit, GiB);
+    mkslice(&be, GiB);
+    struct gs_limits l;
+    gs_error err;
+    assert_int_equal(gs_limits_load(crit.p.limits, &l, &err), 0);
+    l.priority = GS_PRIO_CRITICAL;
+    assert_int_equal(gs_limits_write(crit.p.limits, &l, &err), 0);
+    assert_int_equal(gs_limits_load(be.p.limits, &l, &err), 0);
+    l.compute = 50;
+    assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
+    /* We play the critical tenant: a live owner with work in flight. */
+    struct gs_ledger *cl = ledger(&crit);
+    assert_true(gs_ledger_claim(cl, getpid(), gs_ledger_proc_starttime(getpid())) >= 0);
+    atomic_store(&cl->crit_idle_ns, 0);
+    atomic_store(&cl->crit_launch_ns, mono());
+    int fd;
+    const char *args[] = {"direct", "launch", "5", NULL};
+    pid_t pid = spawn(&be, NULL, &fd, args);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    char buf[256];
+    for (int i = 0; i < 15; i++) { /* ~300 ms of "busy", refreshed */
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        atomic_store(&cl->crit_launch_ns, mono());
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n > 0)
+            fail_msg("best-effort tenant launched while the critical one was busy");
+    }
+    atomic_store(&cl->crit_idle_ns, mono()); /* the critical request finished */
+    fcntl(fd, F_SETFL, 0);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_int_equal(field(buf, "launched "), 5);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(fd);
+    gs_ledger_close(cl);
+}
+
 static int setup_all(void **st)
 {
     (void)st;
@@ -424,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_sigkill_cycles_leave_ledger_exact),
         cmocka_unit_test(test_hostile_limits_fail_closed),
         cmocka_unit_test(test_missing_ledger_still_enforces),
+        cmocka_unit_test(test_best_effort_yields_to_critical),
     };
     return cmocka_run_group_tests_name("interposer", tests, setup_all, teardown_all);
 }

@@ -391,6 +391,14 @@ int main(int argc, char **argv)
         }
         return 0;
     }
+    if (!strcmp(s, "launch") && argc > 3) {
+        long n = strtol(argv[3], NULL, 10);
+        for (long i = 0; i < n; i++)
+            if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+                return 4;
+        printf("launched %ld\n", n);
+        return 0;
+    }
     if (!strcmp(s, "meminfo")) {
         meminfo();
         return 0;
