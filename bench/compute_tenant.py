@@ -1,0 +1,81 @@
+"""One tenant of the compute benchmarks (bench/h200_compute.py runs it).
+
+  hog:   bf16 matmul loop; counts matmuls finished inside [start+warm, start+warm+secs]
+  infer: ResNet-50 (random weights, fp16) requests with think time; latencies
+Both wait for the shared wall-clock start time so tenants overlap exactly.
+Prints one JSON line.
+"""
+import argparse
+import json
+import os
+import time
+
+import torch
+
+ap = argparse.ArgumentParser()
+ap.add_argument("mode", choices=["hog", "infer"])
+ap.add_argument("--start", type=float, required=True, help="wall-clock time to begin")
+ap.add_argument("--warm", type=float, default=1.0)
+ap.add_argument("--secs", type=float, default=6.0)
+ap.add_argument("--size", type=int, default=8192)
+ap.add_argument("--batch", type=int, default=8)
+ap.add_argument("--requests", type=int, default=1000)
+ap.add_argument("--think-ms", type=float, default=2.0)
+args = ap.parse_args()
+out = {"mode": args.mode, "pid": os.getpid()}
+
+if args.mode == "hog":
+    a = torch.randn(args.size, args.size, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(args.size, args.size, device="cuda", dtype=torch.bfloat16)
+    for _ in range(5):
+        a @ b
+    torch.cuda.synchronize()
+    while time.time() < args.start:
+        time.sleep(0.001)
+    t_from, t_to = args.start + args.warm, args.start + args.warm + args.secs
+    done, counted, stamps = 0, 0, []
+    while True:
+        for _ in range(4):
+            a @ b
+        torch.cuda.synchronize()
+        now = time.time()
+        stamps.append(round(now, 4))
+        if t_from <= now <= t_to:
+            counted += 4
+        done += 4
+        if now > t_to:
+            break
+    out["matmuls_per_s"] = counted / args.secs
+    out["stamps"] = stamps  # completion time of each batch of 4
+    out["size"] = args.size
+else:
+    import torchvision
+
+    model = torchvision.models.resnet50(weights=None).half().cuda().eval()
+    x = torch.randn(args.batch, 3, 224, 224, device="cuda", dtype=torch.half)
+    with torch.no_grad():
+        for _ in range(20):
+            model(x)
+        torch.cuda.synchronize()
+        while time.time() < args.start:
+            time.sleep(0.001)
+        lat, busy = [], 0.0
+        t_begin = time.time()
+        for _ in range(args.requests):
+            t0 = time.perf_counter()
+            y = model(x)
+            torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+            lat.append(dt)
+            busy += dt
+            if args.think_ms > 0:
+                time.sleep(args.think_ms / 1000.0)
+        wall = time.time() - t_begin
+        out["t_begin"], out["t_end"] = t_begin, t_begin + wall
+    lat.sort()
+    out["p50_ms"] = 1000 * lat[len(lat) // 2]
+    out["p99_ms"] = 1000 * lat[(len(lat) * 99) // 100]
+    out["requests"] = len(lat)
+    out["busy_fraction"] = busy / wall
+    out["wall_s"] = wall
+print(json.dumps(out), flush=True)

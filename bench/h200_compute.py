@@ -1,0 +1,145 @@
+"""Issue 6 on a real GPU, side by side in one run.
+
+  python3 bench/h200_compute.py --gpuslice build-minimal/gpuslice --out compute.json [--part shares|latency|all]
+
+shares:  two bf16 matmul hogs at 25/75, 30/70, 50/50 (gpuslice --compute), and one
+         hog hard-capped at 25/50/75: achieved share = throughput / solo throughput.
+latency: ResNet-50 fp16 (latency-critical) next to a matmul hog (best-effort):
+         alone, plain time-slicing, gpuslice (--critical), NVIDIA MPS with the hog at
+         30 % and 50 % active threads; at several think times (A's load).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--gpuslice", required=True)
+ap.add_argument("--out", required=True)
+ap.add_argument("--part", default="all")
+ap.add_argument("--secs", type=float, default=6.0)
+args = ap.parse_args()
+HERE = os.path.dirname(os.path.abspath(__file__))
+TENANT = os.path.join(HERE, "compute_tenant.py")
+res = {"date": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+
+def cmd(mode, gs=None, extra=()):
+    base = [sys.executable, TENANT, mode] + list(extra)
+    if gs is None:
+        return base
+    return [args.gpuslice, "run", "--memory", "24Gi"] + gs + ["--"] + base
+
+
+def together(specs, env_extra=None, lead=8.0):
+    """Start all tenants so they begin at the same wall-clock moment."""
+    start = time.time() + lead
+    procs = []
+    for (mode, gs, extra, env) in specs:
+        e = dict(os.environ)
+        e.update(env or {})
+        procs.append(subprocess.Popen(cmd(mode, gs, list(extra) + ["--start", str(start)]), env=e,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = []
+    for p in procs:
+        o, err = p.communicate(timeout=300)
+        line = [l for l in o.splitlines() if l.startswith("{")]
+        r = json.loads(line[-1]) if line else {"error": err[-800:]}
+        r["stderr_tail"] = err[-300:]
+        outs.append(r)
+    return outs
+
+
+def rate_during(hog_out, a_out):
+    """The hog's matmuls per second while the inference tenant ran."""
+    t0, t1 = a_out.get("t_begin"), a_out.get("t_end")
+    st = hog_out.get("stamps", [])
+    if not t0 or not st:
+        return 0.0
+    inside = [t for t in st if t0 <= t <= t1]
+    return 4 * len(inside) / (t1 - t0)
+
+
+def hog(gs=None, env=None, size=8192):
+    return ("hog", gs, ["--secs", str(args.secs), "--size", str(size)], env)
+
+
+if args.part in ("shares", "all"):
+    solo = together([hog()])[0]["matmuls_per_s"]
+    solo_gs = together([hog(["--compute", "100"])])[0]["matmuls_per_s"]
+    sh = {"solo_matmuls_per_s": solo, "solo_under_gpuslice_100": solo_gs, "pairs": {}, "caps": {}}
+    for a, b in ((25, 75), (30, 70), (50, 50)):
+        ra, rb = together([hog(["--compute", str(a)]), hog(["--compute", str(b)])])
+        ra.pop("stamps", None)
+        rb.pop("stamps", None)
+        sh["pairs"][f"{a}/{b}"] = {"achieved": [100 * ra.get("matmuls_per_s", 0) / solo,
+                                                100 * rb.get("matmuls_per_s", 0) / solo], "raw": [ra, rb]}
+        print("pair", a, b, sh["pairs"][f"{a}/{b}"]["achieved"], flush=True)
+    # plain time-slicing for reference
+    ra, rb = together([hog(), hog()])
+    sh["time_slicing_pair"] = [100 * ra["matmuls_per_s"] / solo, 100 * rb["matmuls_per_s"] / solo]
+    for c in (25, 50, 75):
+        r = together([hog(["--compute", str(c), "--hard-cap"])])[0]
+        r.pop("stamps", None)
+        sh["caps"][str(c)] = {"achieved": 100 * r.get("matmuls_per_s", 0) / solo, "raw": r}
+        print("cap", c, sh["caps"][str(c)]["achieved"], flush=True)
+    res["shares"] = sh
+
+if args.part in ("latency", "all"):
+    lat = {}
+    n = 600
+
+    def infer(gs=None, think=2.0, env=None):
+        return ("infer", gs, ["--requests", str(n), "--think-ms", str(think)], env)
+
+    def be(gs=None, env=None):
+        return ("hog", gs, ["--secs", "30", "--warm", "0", "--size", "4096"], env)
+
+    solo_b = together([("hog", None, ["--secs", "5", "--size", "4096"], None)])[0]["matmuls_per_s"]
+    lat["solo_hog_matmuls_per_s"] = solo_b
+    for think in (2.0, 10.0, 0.0):
+        row = {}
+        row["alone"] = together([infer(think=think)])[0]
+        row["alone_gpuslice"] = together([infer(["--critical"], think=think)])[0]
+        for name, a_gs, b_gs in (("time_slicing", None, None),
+                                 ("gpuslice", ["--critical"], ["--compute", "100"])):
+            # The hog runs longer than A; its throughput is measured while A runs.
+            ra, rb = together([infer(a_gs, think=think), ("hog", b_gs, ["--secs", "15", "--warm", "0", "--size", "4096"], None)])
+            rb_rate = rate_during(rb, ra)
+            rb.pop("stamps", None)
+            row[name] = {"A": ra, "B": rb, "p99_ratio": ra.get("p99_ms", 0) / row["alone"]["p99_ms"],
+                         "B_fraction": rb_rate / solo_b}
+            print(think, name, row[name]["p99_ratio"], row[name]["B_fraction"], flush=True)
+        lat[f"think_{think}ms"] = row
+    # MPS, for comparison (2 ms think time)
+    d = tempfile.mkdtemp(prefix="gs-mps-")
+    env = {"CUDA_MPS_PIPE_DIRECTORY": d + "/pipe", "CUDA_MPS_LOG_DIRECTORY": d + "/log"}
+    os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
+    os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
+    e = dict(os.environ, **env)
+    try:
+        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
+        mps = {}
+        alone = together([infer(think=2.0, env=env)])[0]
+        mps["alone"] = alone
+        for pct in (30, 50):
+            envb = dict(env, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(pct))
+            ra, rb = together([infer(think=2.0, env=env), ("hog", None, ["--secs", "15", "--warm", "0", "--size", "4096"], envb)])
+            rb_rate = rate_during(rb, ra)
+            rb.pop("stamps", None)
+            mps[f"hog_{pct}pct"] = {"A": ra, "B": rb, "p99_ratio_vs_mps_alone": ra.get("p99_ms", 0) / alone["p99_ms"],
+                                    "p99_ratio_vs_no_mps_alone": ra.get("p99_ms", 0) / lat["think_2.0ms"]["alone"]["p99_ms"],
+                                    "B_fraction": rb_rate / solo_b}
+            print("mps", pct, mps[f"hog_{pct}pct"]["p99_ratio_vs_no_mps_alone"], mps[f"hog_{pct}pct"]["B_fraction"], flush=True)
+        lat["mps"] = mps
+    except Exception as ex:  # MPS missing or failed: say so, keep the rest
+        lat["mps"] = {"error": str(ex)}
+    finally:
+        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
+    res["latency"] = lat
+
+json.dump(res, open(args.out, "w"), indent=1)
+print(json.dumps(res)[:3000])
