@@ -65,11 +65,12 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
         else if (before(t, i, self))
             off += l;
     }
-    /* Pay back the last drain's overrun, but always keep a quarter window. */
+    /* Pay back what earlier windows overran (err: integral of usage - entitlement):
+     * a window may shrink to nothing, and then we sit it out. */
     uint64_t eff = len > debt ? len - debt : 0;
-    if (eff < len / 4)
-        eff = len / 4;
     uint64_t ws = start + off, we = ws + eff;
+    out->window_start_ns = ws;
+    out->window_len_ns = len;
     if (now >= ws && now < we) {
         out->go = 1;
         out->window_end_ns = we;
@@ -85,7 +86,18 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
 {
     struct gs_cc_decision d;
     gs_cc_decide(t, n, self, now, period, me->debt, &d);
+    if (d.go && d.window_end_ns && d.window_start_ns == me->closed_window) {
+        /* We drained this window already; a smaller debt must not reopen it. */
+        d.go = 0;
+        d.until_ns = d.window_start_ns + period;
+    }
     if (d.go) {
+        if (d.window_end_ns && d.window_start_ns != me->window_start) {
+            /* first launch in a new window */
+            me->window_start = d.window_start_ns;
+            me->window_len = d.window_len_ns;
+            me->used_from = now;
+        }
         me->in_window = d.window_end_ns != 0;
         if (d.window_end_ns)
             me->window_end = d.window_end_ns;
@@ -95,9 +107,15 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     me->until = 0;
     if (me->in_window && !d.gated_by_critical) {
         /* Our window is over: our queued work must not run into the next
-         * tenant's window (what does is paid back as debt). */
+         * tenant's window (what does is paid back from later windows). */
         me->in_window = 0;
         return GS_CC_DRAIN;
+    }
+    if (!me->in_window && d.window_len_ns && me->debt >= d.window_len_ns &&
+        d.window_start_ns != me->window_start && now >= d.window_start_ns) {
+        /* A window we sit out to pay the debt: it counts as used nothing. */
+        me->window_start = d.window_start_ns;
+        me->debt -= d.window_len_ns;
     }
     *wait_until = d.until_ns;
     return GS_CC_WAIT;
@@ -105,5 +123,16 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
 
 void gs_cc_drained(struct gs_cc_self *me, uint64_t now)
 {
-    me->debt = now > me->window_end ? now - me->window_end : 0;
+    /* What this window gave us (from our first launch to the end of our
+     * drain) against what it promised; only the excess is carried, since
+     * time we did not use was given to others, not owed to us. */
+    me->closed_window = me->window_start;
+    uint64_t used = now > me->used_from ? now - me->used_from : 0;
+    uint64_t promised = me->window_len;
+    if (used > promised)
+        me->debt += used - promised;
+    else
+        me->debt = me->debt > promised - used ? me->debt - (promised - used) : 0;
+    if (me->debt > 4 * promised)
+        me->debt = 4 * promised; /* never starve for long on one bad measurement */
 }

@@ -27,7 +27,7 @@
 /* Default period: long enough that a window holds many kernels and the
  * drain at its end is small next to it; short enough that a tenant coming
  * back from idle waits little. */
-#define GS_CC_PERIOD_NS (50ull * 1000 * 1000)
+#define GS_CC_PERIOD_NS (100ull * 1000 * 1000)
 /* A tenant that has not wanted the GPU for this long is idle. */
 #define GS_CC_IDLE_NS (GS_CC_PERIOD_NS * 2)
 /* A critical tenant that launched but neither synchronised nor launched for
@@ -48,10 +48,12 @@ struct gs_cc_tenant {
 };
 
 struct gs_cc_decision {
-    int go;                 /* launch now */
-    uint64_t until_ns;      /* go: may keep launching without asking until then;
-                               !go: ask again at this time */
-    uint64_t window_end_ns; /* go, share-controlled: where our window ends */
+    int go;                   /* launch now */
+    uint64_t until_ns;        /* go: may keep launching without asking until then;
+                                 !go: ask again at this time */
+    uint64_t window_end_ns;   /* go, share-controlled: where our window ends */
+    uint64_t window_start_ns; /* share-controlled: our window in this period */
+    uint64_t window_len_ns;   /* its nominal length (before debt) */
     int gated_by_critical;
 };
 
@@ -59,8 +61,10 @@ struct gs_cc_decision {
 struct gs_cc_self {
     uint64_t until;      /* may launch without asking until then */
     uint64_t window_end; /* end of the window we are in */
-    uint64_t debt;       /* overrun of the last drain, taken off the next window */
-    int in_window;       /* launched in the current window; drain before waiting */
+    uint64_t debt;       /* GPU time used beyond our windows, taken off later ones */
+    uint64_t window_start, window_len, used_from;
+    uint64_t closed_window; /* start of the window we last drained */
+    int in_window;          /* launched in the current window; drain before waiting */
 };
 
 enum gs_cc_action {
@@ -70,7 +74,7 @@ enum gs_cc_action {
 };
 
 /* Decides for tenants[self] at time now. debt_ns shortens its own window
- * (the overrun of its last drain). */
+ * (what earlier windows overran). */
 void gs_cc_decide(const struct gs_cc_tenant *tenants, int n, int self, uint64_t now,
                   uint64_t period_ns, uint64_t debt_ns, struct gs_cc_decision *out);
 
