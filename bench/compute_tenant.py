@@ -33,19 +33,25 @@ if args.mode == "hog":
     while time.time() < args.start:
         time.sleep(0.001)
     t_from, t_to = args.start + args.warm, args.start + args.warm + args.secs
-    done, counted, stamps = 0, 0, []
+    done, counted, stamps, gpu_ms = 0, 0, [], 0.0
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     while True:
+        e0.record()
         for _ in range(4):
             a @ b
+        e1.record()
         torch.cuda.synchronize()
         now = time.time()
         stamps.append(round(now, 4))
         if t_from <= now <= t_to:
             counted += 4
+            gpu_ms += e0.elapsed_time(e1)  # GPU time of this lump, as CUDA measures it
         done += 4
         if now > t_to:
             break
     out["matmuls_per_s"] = counted / args.secs
+    # Share of wall time the GPU spent on our kernels (events from PyTorch, not gpuslice).
+    out["gpu_time_fraction"] = gpu_ms / 1000.0 / args.secs
     out["stamps"] = stamps  # completion time of each batch of 4
     out["size"] = args.size
 else:

@@ -68,7 +68,9 @@ def hog(gs=None, env=None, size=8192):
 
 
 if args.part in ("shares", "all"):
-    solo = together([hog()])[0]["matmuls_per_s"]
+    solo_r = together([hog()])[0]
+    solo = solo_r["matmuls_per_s"]
+    print("solo", solo, "gpu time", solo_r.get("gpu_time_fraction"), flush=True)
     solo_gs = together([hog(["--compute", "100"])])[0]["matmuls_per_s"]
     sh = {"solo_matmuls_per_s": solo, "solo_under_gpuslice_100": solo_gs, "pairs": {}, "caps": {}}
     for a, b in ((25, 75), (30, 70), (50, 50)):
@@ -76,16 +78,20 @@ if args.part in ("shares", "all"):
         ra.pop("stamps", None)
         rb.pop("stamps", None)
         sh["pairs"][f"{a}/{b}"] = {"achieved": [100 * ra.get("matmuls_per_s", 0) / solo,
-                                                100 * rb.get("matmuls_per_s", 0) / solo], "raw": [ra, rb]}
-        print("pair", a, b, sh["pairs"][f"{a}/{b}"]["achieved"], flush=True)
+                                                100 * rb.get("matmuls_per_s", 0) / solo],
+                                   "gpu_time": [100 * ra.get("gpu_time_fraction", 0), 100 * rb.get("gpu_time_fraction", 0)],
+                                   "raw": [ra, rb]}
+        print("pair", a, b, sh["pairs"][f"{a}/{b}"]["achieved"], "gpu time", sh["pairs"][f"{a}/{b}"]["gpu_time"], flush=True)
     # plain time-slicing for reference
     ra, rb = together([hog(), hog()])
     sh["time_slicing_pair"] = [100 * ra["matmuls_per_s"] / solo, 100 * rb["matmuls_per_s"] / solo]
+    sh["solo_gpu_time_fraction"] = solo_r.get("gpu_time_fraction")
     for c in (25, 50, 75):
         r = together([hog(["--compute", str(c), "--hard-cap"])])[0]
         r.pop("stamps", None)
-        sh["caps"][str(c)] = {"achieved": 100 * r.get("matmuls_per_s", 0) / solo, "raw": r}
-        print("cap", c, sh["caps"][str(c)]["achieved"], flush=True)
+        sh["caps"][str(c)] = {"achieved": 100 * r.get("matmuls_per_s", 0) / solo,
+                              "gpu_time": 100 * r.get("gpu_time_fraction", 0), "raw": r}
+        print("cap", c, sh["caps"][str(c)]["achieved"], "gpu time", sh["caps"][str(c)]["gpu_time"], flush=True)
     res["shares"] = sh
 
 if args.part in ("latency", "all"):

@@ -229,7 +229,13 @@ static void cc_slow(CUstream s)
         }
         if (a == GS_CC_DRAIN) {
             drain();
-            gs_cc_drained(&cc.self, mono_ns());
+            uint64_t done = mono_ns();
+            gs_cc_drained(&cc.self, done);
+            GS_LOGD("compute window closed: used %.2f ms of %.2f ms (from %.2f ms into the "
+                    "window), debt now %.2f ms",
+                    (double)(done - cc.self.used_from) / 1e6, (double)cc.self.window_len / 1e6,
+                    (double)(cc.self.used_from - cc.self.window_start) / 1e6,
+                    (double)cc.self.debt / 1e6);
             continue;
         }
         sleep_until_ns(wait);
