@@ -12,7 +12,7 @@ int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now)
 static int active(const struct gs_cc_tenant *t, uint64_t now)
 {
     return t->alive && t->share > 0 && !t->critical && t->demand_ns &&
-           now - t->demand_ns < GS_CC_IDLE_NS;
+           t->demand_ns + GS_CC_IDLE_NS > now;
 }
 
 static int before(const struct gs_cc_tenant *t, int i, int j)

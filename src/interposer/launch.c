@@ -238,6 +238,8 @@ static void cc_slow(CUstream s)
                     (double)cc.self.debt / 1e6);
             continue;
         }
+        /* Asleep until our window, we still want the GPU: say so. */
+        atomic_store_explicit(&me->demand_ns, wait, memory_order_relaxed);
         sleep_until_ns(wait);
     }
     pthread_mutex_unlock(&cc.lock);

@@ -118,6 +118,7 @@ static void tenant_step(struct sim *s, int i)
             if (a == GS_CC_WAIT) {
                 x->state = WAITING;
                 x->wait_until = w;
+                x->pub.demand_ns = w; /* as the interposer publishes it */
                 return;
             }
         }
