@@ -654,7 +654,7 @@ struct cresp {
     V1beta1__ContainerAllocateResponse m;
     V1beta1__ContainerAllocateResponse__EnvsEntry env[4], *envp[4];
     V1beta1__ContainerAllocateResponse__AnnotationsEntry ann[1], *annp[1];
-    V1beta1__Mount mnt[4], *mntp[4];
+    V1beta1__Mount mnt[5], *mntp[5];
     V1beta1__DeviceSpec dev[GS_INV_MAX_NODES], *devp[GS_INV_MAX_NODES];
     V1beta1__CDIDevice cdi[1], *cdip[1];
     char limits[PATH_MAX], ledger[PATH_MAX], ann_key[128], cdi_name[192], slice_id[40];
@@ -703,6 +703,9 @@ static void fill_response(struct gs_plugin *p, int si, struct cresp *c)
     add_mount(c, GS_LIMITS_CONTAINER_DIR "/" GS_LEDGER_FILE, c->ledger, 0);
     add_mount(c, CONTAINER_INTERPOSER, p->c->interposer_path, 1);
     add_mount(c, CONTAINER_PRELOAD, p->preload, 1);
+    /* The other tenants' limits and ledgers, read-only: the compute controller
+     * lays out its time windows from them (docs/compute.md). */
+    add_mount(c, GS_LIMITS_CONTAINER_DIR "/peers", p->c->state_root, 1);
     snprintf(c->cdi_name, sizeof c->cdi_name, "%s=%s", p->c->cdi_kind, g->visible);
     if (dls == GS_DLS_CDI_ANNOTATIONS) {
         /* The same annotation shape NVIDIA's plugin writes (cdi.k8s.io/ prefix). */

@@ -167,9 +167,10 @@ def fractional(tmp, dp, pr):
                "env names the GPU and says simulated", e1)
         mt = mounts(r1)
         want = {"/run/gpuslice/limits": True, "/run/gpuslice/ledger": False,
-                "/usr/local/lib/gpuslice/libgpuslice.so": True, "/etc/ld.so.preload": True}
+                "/usr/local/lib/gpuslice/libgpuslice.so": True, "/etc/ld.so.preload": True,
+                "/run/gpuslice/peers": True}
         tap.ok({k: v[1] for k, v in mt.items()} == want and mt == mounts(r2),
-               "mounts: limits ro, ledger rw, interposer ro, preload ro; same in both replies", mt)
+               "mounts: limits ro, ledger rw, interposer ro, preload ro, peers ro; same in both replies", mt)
         lim_path = mt.get("/run/gpuslice/limits", ("",))[0]
         lim = read_limits(lim_path) if os.path.exists(lim_path) else {}
         tap.ok(lim.get("memory") == str(2 * GiB) and lim.get("compute") == "30" and

@@ -167,7 +167,7 @@ func main() {
 	ok := err == nil && len(resp.ContainerResponses) == 1
 	if ok {
 		c := resp.ContainerResponses[0]
-		ok = strings.HasPrefix(c.Envs["GPUSLICE_SLICE_ID"], "gs-") && len(c.Mounts) == 4
+		ok = strings.HasPrefix(c.Envs["GPUSLICE_SLICE_ID"], "gs-") && len(c.Mounts) == 5
 	}
 	tap(ok, "Allocate answers env and mounts", err)
 
