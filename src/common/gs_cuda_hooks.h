@@ -3,7 +3,7 @@
  * Each row: GS_CU(name, params, args). The interposer generates from it its
  * enum of hooks, the exported wrappers' forwarders, the name table used by
  * dlsym and cuGetProcAddress, and the real-pointer table; the fake driver in
- * tests/fake implements every row; tests/test_cuda_decls.c checks every
+ * tests/fake implements every row; tests/cuda_decls/ checks every
  * signature against the real cuda.h where present.
  * Names are the exact exported (versioned) symbols: cuda.h maps cuMemAlloc to
  * cuMemAlloc_v2 and so on (specs/cuda-interposition.md §1.2). The _ptsz

@@ -1,0 +1,28 @@
+/* The facts as the CUDA toolkit's cuda.h states them, and a compile-time
+ * check that every hooked entry point in our one list has the real
+ * signature. Built only where /usr/local/cuda/include/cuda.h exists. */
+#include <cuda.h>
+
+#include "values.h"
+
+/* The _ptsz exports are not declared by cuda.h (it maps names to them in
+ * per-thread-stream builds); they have the same signature as their base. */
+#define cuMemAllocAsync_ptsz cuMemAllocAsync
+#define cuMemAllocFromPoolAsync_ptsz cuMemAllocFromPoolAsync
+#define cuMemFreeAsync_ptsz cuMemFreeAsync
+#define cuLaunchKernel_ptsz cuLaunchKernel
+#define cuLaunchKernelEx_ptsz cuLaunchKernelEx
+#define cuLaunchCooperativeKernel_ptsz cuLaunchCooperativeKernel
+#define cuGraphLaunch_ptsz cuGraphLaunch
+#define cuStreamSynchronize_ptsz cuStreamSynchronize
+
+#include "common/gs_cuda_hooks.h"
+
+#define CHECK(name, params, args)                                                                  \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&name), CUresult(CUDAAPI *) params),    \
+                   "signature of " #name " differs from cuda.h");
+GS_CU_HOOKS(CHECK)
+
+#define ROW(name, expr) {#name, (unsigned long long)(expr)},
+const struct gs_decl_value gs_decl_real[] = {GS_DECL_VALUES(ROW){0, 0}};
+const int gs_decl_real_version = CUDA_VERSION;
