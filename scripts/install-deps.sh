@@ -5,7 +5,7 @@ set -eu
 PKGS="build-essential pkg-config make clang-format
 libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 libmicrohttpd-dev libcjson-dev libyaml-dev libcurl4-openssl-dev libcmocka-dev
-python3 python3-grpcio python3-grpc-tools python3-protobuf
+python3 python3-grpcio python3-grpc-tools python3-protobuf python3-yaml
 golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-goprotobuf-dev
 openssl"
 missing=""

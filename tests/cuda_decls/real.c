@@ -18,8 +18,8 @@
 
 #include "common/gs_cuda_hooks.h"
 
-#define CHECK(name, params, args)                                                                  \
-    _Static_assert(__builtin_types_compatible_p(__typeof__(&name), CUresult(CUDAAPI *) params),    \
+#define CHECK(name, params, args)                                                               \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&name), CUresult(CUDAAPI *) params), \
                    "signature of " #name " differs from cuda.h");
 GS_CU_HOOKS(CHECK)
 
