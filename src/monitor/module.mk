@@ -1,0 +1,7 @@
+# monitor/: `gpuslice monitor` (terminal view and JSON of the node's slices).
+# Full build only (cJSON).
+ifneq ($(MINIMAL),1)
+MONITOR_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/monitor/*.c))
+GPUSLICE_OBJS += $(MONITOR_OBJS)
+GPUSLICE_LIBS += -lcjson
+endif

@@ -1,0 +1,239 @@
+/* gpuslice monitor: what each slice on this node holds and really uses, from
+ * the slices' own files (limits, ledger, and the agent's alloc record).
+ * A terminal table, or JSON for scripts (--json). Read-only: it maps each
+ * ledger read-only and never writes anything.
+ * Not yet here: the join with the kubelet's PodResources (which Pod holds
+ * which slice by name), /metrics and the dashboard (DESIGN.md, "monitor"). */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/ledger.h"
+#include "common/limits.h"
+#include "common/quantity.h"
+#include "common/slice.h"
+
+int gs_cmd_monitor(int argc, char **argv);
+
+struct row {
+    char id[GS_SLICE_ID_MAX + 1];
+    struct gs_limits lim;
+    int have_ledger;
+    uint64_t used, peak, allocs, ooms, launches, first_ctx_ns;
+    int procs;
+    char devices[512];
+};
+
+static void read_alloc(const char *dir, struct row *r)
+{
+    char path[PATH_MAX + 16], line[256];
+    snprintf(path, sizeof path, "%s/alloc", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t len = 0;
+    while (fgets(line, sizeof line, f)) {
+        char res[128], id[128];
+        if (sscanf(line, "device %127s %127s", res, id) == 2) {
+            int n = snprintf(r->devices + len, sizeof r->devices - len, "%s%s", len ? "," : "", id);
+            if (n < 0 || (size_t)n >= sizeof r->devices - len)
+                break;
+            len += (size_t)n;
+        }
+    }
+    fclose(f);
+}
+
+static int collect(const char *root, struct row **out, int *n)
+{
+    DIR *d = opendir(root);
+    if (!d) {
+        fprintf(stderr,
+                "gpuslice monitor: cannot read state root %s (%m): on a node the agent keeps "
+                "slices in /var/lib/gpuslice/slices; `gpuslice run` in $XDG_RUNTIME_DIR/gpuslice, "
+                "/run/gpuslice-run (root) or /tmp/gpuslice-<uid>; pass --state-root\n",
+                root);
+        return -1;
+    }
+    struct dirent *e;
+    int cap = 16;
+    *out = calloc((size_t)cap, sizeof **out);
+    *n = 0;
+    while (*out && (e = readdir(d))) {
+        if (e->d_name[0] == '.' || e->d_name[0] == '_' || gs_slice_id_valid(e->d_name, NULL) < 0)
+            continue;
+        struct gs_slice_paths p;
+        if (gs_slice_paths(root, e->d_name, &p, NULL) < 0)
+            continue;
+        if (*n == cap) {
+            struct row *bigger = realloc(*out, sizeof **out * (size_t)(cap *= 2));
+            if (!bigger)
+                break;
+            *out = bigger;
+        }
+        struct row *r = &(*out)[*n];
+        memset(r, 0, sizeof *r);
+        memcpy(r->id, e->d_name, strlen(e->d_name) + 1); /* valid ids are <= GS_SLICE_ID_MAX */
+        if (gs_limits_load(p.limits, &r->lim, NULL) < 0)
+            continue; /* not a slice (or being written) */
+        struct gs_ledger *l;
+        if (gs_ledger_open(p.ledger, 0, &l, NULL) == 0) {
+            r->have_ledger = 1;
+            r->used = gs_ledger_used(l);
+            /* Owners that look alive from this pid namespace (a container's
+             * pids mean nothing on the host: there, count slots instead). */
+            for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
+                int32_t pid = atomic_load(&l->slots[i].pid);
+                if (pid > 0 && gs_ledger_pid_alive(pid, atomic_load(&l->slots[i].starttime)))
+                    r->procs++;
+            }
+            r->first_ctx_ns = atomic_load(&l->first_ctx_ns);
+            for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
+                struct gs_ledger_slot *s = &l->slots[i];
+                uint64_t pk = atomic_load(&s->peak);
+                r->peak = pk > r->peak ? pk : r->peak;
+                r->allocs += atomic_load(&s->allocs);
+                r->ooms += atomic_load(&s->ooms);
+                r->launches += atomic_load(&s->launches);
+            }
+            gs_ledger_close(l);
+        }
+        read_alloc(p.dir, r);
+        (*n)++;
+    }
+    closedir(d);
+    return *out ? 0 : -1;
+}
+
+static const char *cuda_seen(const struct row *r, char *buf, size_t len)
+{
+    if (!r->have_ledger)
+        return "no ledger";
+    if (!r->first_ctx_ns)
+        return "never (CPU fallback?)";
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t t = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    snprintf(buf, len, "%llus ago",
+             (unsigned long long)(t > r->first_ctx_ns ? (t - r->first_ctx_ns) / 1000000000ull : 0));
+    return buf;
+}
+
+static void print_table(const struct row *rows, int n, const char *root)
+{
+    printf("%-28s %11s %11s %11s %5s %-12s %6s %10s  %s\n", "SLICE", "MEMORY CAP", "IN USE",
+           "PEAK", "PROCS", "COMPUTE", "OOMS", "LAUNCHES", "FIRST CUDA USE");
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        char cap[32], used[32], peak[32], comp[32], seen[32];
+        if (r->lim.memory)
+            gs_quantity_format_bytes(r->lim.memory, cap, sizeof cap);
+        else
+            snprintf(cap, sizeof cap, "none");
+        gs_quantity_format_bytes(r->used, used, sizeof used);
+        gs_quantity_format_bytes(r->peak, peak, sizeof peak);
+        if (r->lim.compute)
+            snprintf(comp, sizeof comp, "%llu%%%s%s", (unsigned long long)r->lim.compute,
+                     r->lim.compute_mode == GS_COMPUTE_CAP ? " cap" : "",
+                     r->lim.priority == GS_PRIO_CRITICAL ? " rt" : "");
+        else
+            snprintf(comp, sizeof comp, "-%s", r->lim.priority == GS_PRIO_CRITICAL ? " rt" : "");
+        printf("%-28s %11s %11s %11s %5d %-12s %6llu %10llu  %s%s\n", r->id, cap, used, peak,
+               r->procs, comp, (unsigned long long)r->ooms, (unsigned long long)r->launches,
+               cuda_seen(r, seen, sizeof seen), r->lim.simulated ? " [SIMULATED GPU]" : "");
+    }
+    if (n == 0)
+        printf("(no slices in %s)\n", root);
+}
+
+static void print_json(const struct row *rows, int n, const char *root)
+{
+    cJSON *top = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(top, "slices");
+    cJSON_AddStringToObject(top, "state_root", root);
+    for (int i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", r->id);
+        cJSON_AddNumberToObject(o, "memory_cap_bytes", (double)r->lim.memory);
+        cJSON_AddNumberToObject(o, "used_bytes", (double)r->used);
+        cJSON_AddNumberToObject(o, "peak_process_bytes", (double)r->peak);
+        cJSON_AddNumberToObject(o, "processes", r->procs);
+        cJSON_AddNumberToObject(o, "compute_percent", (double)r->lim.compute);
+        cJSON_AddStringToObject(o, "compute_mode", r->lim.compute_mode == GS_COMPUTE_CAP ? "cap" : "share");
+        cJSON_AddStringToObject(o, "priority", r->lim.priority == GS_PRIO_CRITICAL ? "critical" : "best-effort");
+        cJSON_AddNumberToObject(o, "allocations", (double)r->allocs);
+        cJSON_AddNumberToObject(o, "refused_by_cap", (double)r->ooms);
+        cJSON_AddNumberToObject(o, "launches", (double)r->launches);
+        cJSON_AddBoolToObject(o, "cuda_seen", r->first_ctx_ns != 0);
+        cJSON_AddBoolToObject(o, "simulated", r->lim.simulated != 0);
+        cJSON_AddStringToObject(o, "device", r->lim.device);
+        cJSON_AddStringToObject(o, "kubelet_device_ids", r->devices);
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *s = cJSON_Print(top);
+    if (s)
+        puts(s);
+    free(s);
+    cJSON_Delete(top);
+}
+
+int gs_cmd_monitor(int argc, char **argv)
+{
+    static const struct option opts[] = {{"state-root", required_argument, 0, 'r'},
+                                         {"json", no_argument, 0, 'j'},
+                                         {"once", no_argument, 0, '1'},
+                                         {"interval", required_argument, 0, 'i'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *root = GS_SLICE_DEFAULT_ROOT;
+    int json = 0, once = 0, c;
+    long interval = 2;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "r:j1i:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': root = optarg; break;
+        case 'j': json = 1; break;
+        case '1': once = 1; break;
+        case 'i': {
+            char *end;
+            interval = strtol(optarg, &end, 10);
+            if (*end || interval < 1 || interval > 3600) {
+                fprintf(stderr, "gpuslice monitor: --interval '%s' must be 1..3600 seconds\n", optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'h':
+            printf("usage: gpuslice monitor [--state-root DIR] [--once] [--interval S] [--json]\n"
+                   "Shows each slice on this node: its limits and what its processes use.\n");
+            return 0;
+        default: return 2;
+        }
+    }
+    for (;;) {
+        struct row *rows = NULL;
+        int n = 0;
+        if (collect(root, &rows, &n) < 0) {
+            free(rows);
+            return 1;
+        }
+        if (json)
+            print_json(rows, n, root);
+        else {
+            if (!once)
+                printf("\033[H\033[2J");
+            print_table(rows, n, root);
+        }
+        free(rows);
+        fflush(stdout);
+        if (once || json)
+            return 0;
+        sleep((unsigned)interval);
+    }
+}

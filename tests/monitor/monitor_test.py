@@ -1,0 +1,50 @@
+"""gpuslice monitor reads what a slice's processes did: a standalone run on
+the simulated GPU is kept (--keep-state), then listed. TAP output."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.environ.get("GS_BUILD_DIR", "build")
+GS = os.path.join(BUILD, "gpuslice")
+n = failed = 0
+
+
+def ok(cond, name, detail=""):
+    global n, failed
+    n += 1
+    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, name))
+    if not cond:
+        failed += 1
+        print("#   " + str(detail).replace("\n", "\n#   "))
+
+
+root = tempfile.mkdtemp(prefix="gs-monitor-")
+r = subprocess.run([GS, "run", "--simulated", "--memory", "1Gi", "--compute", "20", "--keep-state",
+                    "--state-root", root, "--", os.path.join(BUILD, "gpuslice-demo"), "256"],
+                   capture_output=True, text=True)
+ok(r.returncode == 0, "a standalone run on the simulated GPU keeps its state", r.stderr[-500:])
+m = subprocess.run([GS, "monitor", "--json", "--state-root", root], capture_output=True, text=True)
+ok(m.returncode == 0, "monitor --json exits 0", m.stderr)
+data = json.loads(m.stdout) if m.returncode == 0 else {"slices": []}
+sl = data["slices"]
+ok(len(sl) == 1 and sl[0]["id"].startswith("run-"), "one slice listed, by its id", sl)
+s = sl[0] if sl else {}
+ok(s.get("memory_cap_bytes") == 1 << 30 and s.get("compute_percent") == 20 and s.get("simulated"),
+   "limits shown: 1 GiB, 20 %, simulated", s)
+# The demo loads 256 MiB of weights, fills the rest with 256 MiB blocks, hits the cap once.
+ok(s.get("peak_process_bytes") == 1 << 30 and s.get("allocations") == 4 and s.get("refused_by_cap") == 1,
+   "what the process did: peak 1 GiB, 4 allocations, 1 refused", s)
+ok(s.get("used_bytes") == 0 and s.get("processes") == 0 and s.get("cuda_seen"),
+   "after exit: nothing in use, no live process, CUDA was seen", s)
+t = subprocess.run([GS, "monitor", "--once", "--state-root", root], capture_output=True, text=True)
+ok(t.returncode == 0 and "SIMULATED GPU" in t.stdout and "1 GiB" in t.stdout, "terminal view labels the simulated GPU", t.stdout)
+bad = subprocess.run([GS, "monitor", "--once", "--state-root", root + "/missing"], capture_output=True, text=True)
+ok(bad.returncode == 1 and "--state-root" in bad.stderr, "a missing state root is a clear error", bad.stderr)
+os.makedirs(os.path.join(root, "empty"))
+e = subprocess.run([GS, "monitor", "--json", "--state-root", os.path.join(root, "empty")], capture_output=True, text=True)
+ok(e.returncode == 0 and json.loads(e.stdout)["slices"] == [], "an empty root lists nothing", e.stdout)
+subprocess.run(["rm", "-rf", root])
+print("1..%d" % n)
+sys.exit(1 if failed else 0)
