@@ -11,5 +11,5 @@ export PATH=/usr/local/cuda/bin:$PATH
 nvcc -O2 -o /tmp/gs-overhead bench/overhead.cu
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt"
 python3 bench/h200_memory.py --gpuslice build-minimal/gpuslice --out "$OUT/memory.json" > "$OUT/memory.log" 2>&1 || echo "memory bench failed"
-python3 bench/overhead.py --bin /tmp/gs-overhead --gpuslice build-minimal/gpuslice --reps 12 --out "$OUT/overhead.json" > "$OUT/overhead.log" 2>&1 || echo "overhead bench failed"
+python3 bench/overhead.py --bin /tmp/gs-overhead --gpuslice build-minimal/gpuslice --reps 30 --out "$OUT/overhead.json" > "$OUT/overhead.log" 2>&1 || echo "overhead bench failed"
 cat "$OUT/gpu.txt" "$OUT/overhead.log"

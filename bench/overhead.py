@@ -1,6 +1,6 @@
 """Native vs gpuslice, side by side in one run (issue 3, point 3).
 
-  python3 bench/overhead.py --bin /tmp/overhead --gpuslice build-minimal/gpuslice --reps 12
+  python3 bench/overhead.py --bin /tmp/overhead --gpuslice build-minimal/gpuslice --reps 30
 
 Alternates fresh processes: native; the interposer with an enforcing slice
 (LD_PRELOAD + GPUSLICE_STATE_DIR, as in a container); LD_PRELOAD with no slice
@@ -19,6 +19,8 @@ ap.add_argument("--bin", required=True)
 ap.add_argument("--gpuslice", required=True)
 ap.add_argument("--reps", type=int, default=12)
 ap.add_argument("--out")
+ap.add_argument("--cpu", default="2", help="pin every process to this CPU (taskset); '' = no pinning. "
+                "Unpinned, launch cost was bimodal (3.5 or 4.3 us) with the core a process landed on")
 args = ap.parse_args()
 lib = os.path.join(os.path.dirname(os.path.abspath(args.gpuslice)), "libgpuslice.so")
 
@@ -46,7 +48,8 @@ for _ in range(args.reps):
     for k, cmd in variants.items():
         if k == "gpuslice":
             make_slice(state, 100 << 30)  # fresh ledger each time, as a new container gets
-        out = subprocess.run(cmd, capture_output=True, text=True)
+        full = (["taskset", "-c", args.cpu] if args.cpu else []) + cmd
+        out = subprocess.run(full, capture_output=True, text=True)
         line = [l for l in out.stdout.splitlines() if l.startswith("{")]
         if not line:
             raise SystemExit(f"{k} failed: {out.stderr[-500:]}")
