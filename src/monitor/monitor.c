@@ -127,8 +127,8 @@ static const char *cuda_seen(const struct row *r, char *buf, size_t len)
 
 static void print_table(const struct row *rows, int n, const char *root)
 {
-    printf("%-28s %11s %11s %11s %5s %-12s %6s %10s  %s\n", "SLICE", "MEMORY CAP", "IN USE",
-           "PEAK", "PROCS", "COMPUTE", "OOMS", "LAUNCHES", "FIRST CUDA USE");
+    printf("%-28s %11s %11s %11s %5s %-12s %6s %10s  %s\n", "SLICE", "MEMORY CAP", "IN USE", "PEAK",
+           "PROCS", "COMPUTE", "OOMS", "LAUNCHES", "FIRST CUDA USE");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
         char cap[32], used[32], peak[32], comp[32], seen[32];
@@ -165,8 +165,10 @@ static void print_json(const struct row *rows, int n, const char *root)
         cJSON_AddNumberToObject(o, "peak_process_bytes", (double)r->peak);
         cJSON_AddNumberToObject(o, "processes", r->procs);
         cJSON_AddNumberToObject(o, "compute_percent", (double)r->lim.compute);
-        cJSON_AddStringToObject(o, "compute_mode", r->lim.compute_mode == GS_COMPUTE_CAP ? "cap" : "share");
-        cJSON_AddStringToObject(o, "priority", r->lim.priority == GS_PRIO_CRITICAL ? "critical" : "best-effort");
+        cJSON_AddStringToObject(o, "compute_mode",
+                                r->lim.compute_mode == GS_COMPUTE_CAP ? "cap" : "share");
+        cJSON_AddStringToObject(o, "priority",
+                                r->lim.priority == GS_PRIO_CRITICAL ? "critical" : "best-effort");
         cJSON_AddNumberToObject(o, "allocations", (double)r->allocs);
         cJSON_AddNumberToObject(o, "refused_by_cap", (double)r->ooms);
         cJSON_AddNumberToObject(o, "launches", (double)r->launches);
@@ -204,7 +206,8 @@ int gs_cmd_monitor(int argc, char **argv)
             char *end;
             interval = strtol(optarg, &end, 10);
             if (*end || interval < 1 || interval > 3600) {
-                fprintf(stderr, "gpuslice monitor: --interval '%s' must be 1..3600 seconds\n", optarg);
+                fprintf(stderr, "gpuslice monitor: --interval '%s' must be 1..3600 seconds\n",
+                        optarg);
                 return 2;
             }
             break;
