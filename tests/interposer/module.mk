@@ -4,7 +4,7 @@ $(BUILD)/tests/gs-worker: $(BUILD)/tests/interposer/worker.o $(BUILD)/sim/libcud
 	$(CC) $(LDFLAGS_ALL) -o $@ $(BUILD)/tests/interposer/worker.o -L$(BUILD)/sim -l:libcuda.so.1 \
 		-Wl,-rpath,'$$ORIGIN/../sim' -ldl
 $(BUILD)/tests/interposer.test: $(BUILD)/tests/interposer/test_interposer.o $(BUILD)/libgscommon.a \
-		$(BUILD)/tests/gs-worker $(BUILD)/libgpuslice.so
+		$(BUILD)/tests/gs-worker $(BUILD)/libgpuslice.so $(BUILD)/sim/libnvidia-ml.so.1
 	$(CC) $(LDFLAGS_ALL) -o $@ $(BUILD)/tests/interposer/test_interposer.o $(BUILD)/libgscommon.a -lcmocka -ldl
 TEST_PROGS += $(BUILD)/tests/interposer.test
 # The compute controller's decisions, in virtual time (no GPU, no clock).

@@ -68,6 +68,7 @@ static pid_t spawn(const struct slice *s, const char *extra_env, int *out_fd,
         setenv("LD_PRELOAD", lib, 1);
         setenv("LD_LIBRARY_PATH", sim, 1);
         setenv("GS_FAKE_MEM", "16Gi", 1);
+        setenv("GS_FAKE_NVML_MEM", "16Gi", 1);
         if (s)
             setenv("GPUSLICE_STATE_DIR", s->p.dir, 1);
         else
@@ -393,6 +394,28 @@ static void test_missing_ledger_still_enforces(void **st)
     assert_int_equal(field(run(&s, NULL, args), "allocated "), 2);
 }
 
+/* NVML reports the slice too (nvidia-smi inside, frameworks sizing caches). */
+static void test_nvml_reports_the_slice(void **st)
+{
+    (void)st;
+    struct slice s;
+    mkslice(&s, GiB);
+    const char *args[] = {"dlsym", "nvml", "268435456", NULL};
+    const char *out = run(&s, NULL, args);
+    assert_int_equal(field(out, "nvml1 rc="), 0);
+    const char *v2 = strstr(out, "nvml2");
+    assert_non_null(v2);
+    assert_int_equal(field(out, "nvml1 rc=0 total="), GiB);
+    assert_int_equal(field(out, "used="), 256 * MiB);
+    assert_int_equal(field(v2, "total="), GiB);
+    assert_int_equal(field(v2, "free="), 768 * MiB);
+    assert_int_equal(field(v2, "reserved="), 0);
+    assert_non_null(strstr(v2, "by=libgpuslice.so"));
+    /* Without a slice NVML answers for the whole (fake) GPU. */
+    const char *raw = run(NULL, NULL, args);
+    assert_int_equal(field(raw, "nvml1 rc=0 total="), 16 * GiB);
+}
+
 static uint64_t mono(void)
 {
     struct timespec ts;
@@ -480,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_hostile_limits_fail_closed),
         cmocka_unit_test(test_missing_ledger_still_enforces),
         cmocka_unit_test(test_best_effort_yields_to_critical),
+        cmocka_unit_test(test_nvml_reports_the_slice),
     };
     return cmocka_run_group_tests_name("interposer", tests, setup_all, teardown_all);
 }

@@ -399,6 +399,41 @@ int main(int argc, char **argv)
         printf("launched %ld\n", n);
         return 0;
     }
+    if (!strcmp(s, "nvml") && argc > 3) {
+        /* As PyTorch and monitoring tools reach NVML: dlopen + dlsym. Holds
+         * `argv[3]` bytes of device memory first, so "used" has a value. */
+        CUdeviceptr held;
+        if (A.cuMemAlloc_v2(&held, parse_sz(argv[3])) != 0)
+            return 5;
+        void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+        if (!h)
+            return 6;
+        typedef struct {
+            unsigned long long total, free, used;
+        } mem1;
+        typedef struct {
+            unsigned int version;
+            unsigned long long total, reserved, free, used;
+        } mem2;
+        int (*init)(void) = (int (*)(void))dlsym(h, "nvmlInit_v2");
+        int (*byidx)(unsigned, void **) =
+            (int (*)(unsigned, void **))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+        int (*info1)(void *, mem1 *) = (int (*)(void *, mem1 *))dlsym(h, "nvmlDeviceGetMemoryInfo");
+        int (*info2)(void *, mem2 *) =
+            (int (*)(void *, mem2 *))dlsym(h, "nvmlDeviceGetMemoryInfo_v2");
+        void *dev = NULL;
+        mem1 m1 = {0};
+        mem2 m2 = {.version = (unsigned)(sizeof(mem2) | 2u << 24)};
+        if (!init || !byidx || !info1 || !info2 || init() || byidx(0, &dev))
+            return 7;
+        int r1 = info1(dev, &m1), r2 = info2(dev, &m2);
+        Dl_info di = {0};
+        dladdr((void *)info2, &di);
+        printf("nvml1 rc=%d total=%llu used=%llu free=%llu\n", r1, m1.total, m1.used, m1.free);
+        printf("nvml2 rc=%d total=%llu used=%llu free=%llu reserved=%llu by=%s\n", r2, m2.total,
+               m2.used, m2.free, m2.reserved, di.dli_fname ? strrchr(di.dli_fname, '/') + 1 : "?");
+        return 0;
+    }
     if (!strcmp(s, "meminfo")) {
         meminfo();
         return 0;
