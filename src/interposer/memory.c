@@ -266,10 +266,14 @@ GS_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
         return rc;
     }
     uint64_t real = charge_size((uint64_t)*pPitch * Height);
-    int s = gs_slot();
-    if (real > est && s >= 0)
-        atomic_fetch_add(&gs_g.ledger->slots[s].used, real - est);
-    else if (real < est)
+    if (real > est && gs_mem_charge(real - est, "cuMemAllocPitch") < 0) {
+        /* The driver chose a wider pitch than the usual one and the rest does
+         * not fit: give the allocation back rather than pass the cap. */
+        CALL_REAL(cuMemFree_v2, (*dptr));
+        gs_mem_uncharge(est);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (real < est)
         gs_mem_uncharge(est - real);
     gs_note_use();
     if (gs_ptrmap_put(&gs_g.allocs, *dptr, real) < 0)
