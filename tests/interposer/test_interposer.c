@@ -394,6 +394,24 @@ static void test_missing_ledger_still_enforces(void **st)
     assert_int_equal(field(run(&s, NULL, args), "allocated "), 2);
 }
 
+/* Another tenant truncating its ledger (it may: the file is its own) must
+ * not crash us: peers' ledgers are read, never mapped. */
+static void test_truncated_peer_ledger_is_harmless(void **st)
+{
+    (void)st;
+    struct slice bad, me;
+    mkslice(&bad, GiB);
+    mkslice(&me, GiB);
+    struct gs_limits l;
+    gs_error err;
+    assert_int_equal(gs_limits_load(me.p.limits, &l, &err), 0);
+    l.compute = 50;
+    assert_int_equal(gs_limits_write(me.p.limits, &l, &err), 0);
+    assert_int_equal(truncate(bad.p.ledger, 10), 0);
+    const char *args[] = {"direct", "launch", "50", NULL};
+    assert_int_equal(field(run(&me, NULL, args), "launched "), 50);
+}
+
 /* NVML reports the slice too (nvidia-smi inside, frameworks sizing caches). */
 static void test_nvml_reports_the_slice(void **st)
 {
@@ -504,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_missing_ledger_still_enforces),
         cmocka_unit_test(test_best_effort_yields_to_critical),
         cmocka_unit_test(test_nvml_reports_the_slice),
+        cmocka_unit_test(test_truncated_peer_ledger_is_harmless),
     };
     return cmocka_run_group_tests_name("interposer", tests, setup_all, teardown_all);
 }
