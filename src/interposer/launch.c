@@ -129,6 +129,9 @@ static void scan_peers(uint64_t now)
             continue;
         if (!strcmp(p->limits.slice_id, gs_g.limits.slice_id) && gs_g.limits.slice_id[0])
             continue; /* ourselves */
+        if (p->limits.device[0] && gs_g.limits.device[0] &&
+            strcmp(p->limits.device, gs_g.limits.device) != 0)
+            continue; /* a tenant of another GPU: its windows are not ours */
         snprintf(path, sizeof path, "%s/%s/" GS_LEDGER_FILE, cc.peers_dir, e->d_name);
         /* Never mmap another tenant's ledger: it could truncate the file under
          * us and every access would then raise SIGBUS in our process. */
