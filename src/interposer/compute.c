@@ -6,7 +6,8 @@ int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now)
         return 0;
     if (t->crit_idle_ns >= t->crit_launch_ns)
         return 0; /* everything it launched has been seen finished */
-    return now - t->crit_launch_ns < GS_CC_CRIT_STALE_NS;
+    /* Not "now - launch": a launch stamped after our clock read would wrap. */
+    return t->crit_launch_ns + GS_CC_CRIT_STALE_NS > now;
 }
 
 static int active(const struct gs_cc_tenant *t, uint64_t now)

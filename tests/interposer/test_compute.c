@@ -334,6 +334,23 @@ static void test_critical_yields(void **st)
     assert_true(pct(b, 1, 5 * SEC) > 70.0);
 }
 
+/* Another process stamps its launch after we read our clock: still busy. */
+static void test_critical_stamp_after_our_clock(void **st)
+{
+    (void)st;
+    struct gs_cc_tenant t[2] = {
+        {.key = 1, .share = 50, .alive = 1, .demand_ns = 10 * SEC},
+        {.key = 2, .critical = 1, .alive = 1, .crit_launch_ns = 10 * SEC + 5 * US},
+    };
+    struct gs_cc_decision d;
+    gs_cc_decide(t, 2, 0, 10 * SEC, GS_CC_PERIOD_NS, 0, &d);
+    assert_int_equal(d.go, 0);
+    assert_true(d.gated_by_critical);
+    t[1].crit_idle_ns = 10 * SEC + 6 * US; /* and then it finished */
+    gs_cc_decide(t, 2, 0, 10 * SEC + 7 * US, GS_CC_PERIOD_NS, 0, &d);
+    assert_false(d.gated_by_critical);
+}
+
 static void test_dead_tenants_do_not_block(void **st)
 {
     (void)st;
@@ -368,9 +385,13 @@ static void test_dead_tenants_do_not_block(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shares_converge), cmocka_unit_test(test_work_conserving),
-        cmocka_unit_test(test_hard_cap),        cmocka_unit_test(test_lumpy_work_still_converges),
-        cmocka_unit_test(test_critical_yields), cmocka_unit_test(test_dead_tenants_do_not_block),
+        cmocka_unit_test(test_shares_converge),
+        cmocka_unit_test(test_work_conserving),
+        cmocka_unit_test(test_hard_cap),
+        cmocka_unit_test(test_lumpy_work_still_converges),
+        cmocka_unit_test(test_critical_yields),
+        cmocka_unit_test(test_critical_stamp_after_our_clock),
+        cmocka_unit_test(test_dead_tenants_do_not_block),
     };
     return cmocka_run_group_tests_name("compute", tests, NULL, NULL);
 }
