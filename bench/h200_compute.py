@@ -111,7 +111,8 @@ if args.part in ("latency", "all"):
         row["alone"] = together([infer(think=think)])[0]
         row["alone_gpuslice"] = together([infer(["--critical"], think=think)])[0]
         for name, a_gs, b_gs in (("time_slicing", None, None),
-                                 ("gpuslice", ["--critical"], ["--compute", "100"])):
+                                 ("gpuslice", ["--critical"], ["--compute", "100"]),
+                                 ("gpuslice_bound", ["--critical"], ["--compute", "100", "--yield", "bound"])):
             # The hog runs longer than A; its throughput is measured while A runs.
             ra, rb = together([infer(a_gs, think=think), ("hog", b_gs, ["--secs", "15", "--warm", "0", "--size", "4096"], None)])
             rb_rate = rate_during(rb, ra)

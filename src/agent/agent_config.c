@@ -41,6 +41,9 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
      "gpuslice.io/realtime slots per GPU (0 = not advertised)"},
     {"compute_mode", GS_CFG_ENUM, F(compute_mode), 0, 0, "share", "share|cap",
      "share: guaranteed and work-conserving; cap: never above the share"},
+    {"critical_yield", GS_CFG_ENUM, F(critical_yield), 0, 0, "gate", "gate|bound",
+     "best-effort slices next to a busy realtime one: gate = stop launching, bound = keep one "
+     "kernel in flight (docs/compute.md)"},
     {"device_list_strategy", GS_CFG_ENUM, F(device_list_strategy), 0, 0, "envvar",
      "envvar|cdi-annotations|cdi-cri", "how the GPU is named to the runtime"},
     {"cdi_kind", GS_CFG_STRING, F(cdi_kind), 0, S(cdi_kind), "nvidia.com/gpu", NULL,

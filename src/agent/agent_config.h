@@ -25,6 +25,7 @@ struct gs_agent_config {
     uint64_t max_slices_per_gpu;
     uint64_t realtime_slots_per_gpu;
     int compute_mode;         /* enum gs_compute_mode */
+    int critical_yield;       /* enum gs_yield: how best-effort slices make way for critical ones */
     int device_list_strategy; /* enum gs_dls */
     char cdi_kind[64];
     char interposer_path[256];

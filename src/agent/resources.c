@@ -240,6 +240,7 @@ void gs_resources_fill_limits(const struct gs_resources *rs, const struct gs_inv
     l->memory = mem ? mem : 1;
     l->compute = pct > 100 ? 100 : pct;
     l->compute_mode = c->compute_mode;
+    l->yield = c->critical_yield;
     l->priority = critical ? GS_PRIO_CRITICAL : GS_PRIO_BEST_EFFORT;
     l->context_reserve = rs->context_reserve[gpu];
     l->simulated = inv->simulated;

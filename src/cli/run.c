@@ -32,6 +32,8 @@ static void run_usage(FILE *out)
             "  --compute P     compute share, percent of one GPU (1-100)\n"
             "  --hard-cap      never exceed --compute, even when the GPU is idle\n"
             "  --critical      latency-critical class: best-effort tenants yield to it\n"
+            "  --yield MODE    as a best-effort tenant next to a busy critical one: gate (stop\n"
+            "                  launching, the default) or bound (keep one kernel in flight)\n"
             "  --simulated     use the simulated GPU (no NVIDIA driver needed; clearly labelled)\n"
             "  --state-root D  where the slice's state lives (default: $XDG_RUNTIME_DIR/gpuslice,\n"
             "                  /run/gpuslice-run as root, else /tmp/gpuslice-<uid>)\n"
@@ -198,15 +200,11 @@ static void prepend_env(const char *name, const char *value, char sep)
 int gs_cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"memory", required_argument, 0, 'm'},
-        {"compute", required_argument, 0, 'c'},
-        {"hard-cap", no_argument, 0, 'H'},
-        {"critical", no_argument, 0, 'C'},
-        {"simulated", no_argument, 0, 'S'},
-        {"state-root", required_argument, 0, 'r'},
-        {"keep-state", no_argument, 0, 'k'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        {"memory", required_argument, 0, 'm'}, {"compute", required_argument, 0, 'c'},
+        {"hard-cap", no_argument, 0, 'H'},     {"critical", no_argument, 0, 'C'},
+        {"simulated", no_argument, 0, 'S'},    {"state-root", required_argument, 0, 'r'},
+        {"keep-state", no_argument, 0, 'k'},   {"yield", required_argument, 0, 'y'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     struct gs_limits lim;
     gs_limits_defaults(&lim);
@@ -237,6 +235,16 @@ int gs_cmd_run(int argc, char **argv)
         }
         case 'H': lim.compute_mode = GS_COMPUTE_CAP; break;
         case 'C': lim.priority = GS_PRIO_CRITICAL; break;
+        case 'y':
+            if (!strcmp(optarg, "gate"))
+                lim.yield = GS_YIELD_GATE;
+            else if (!strcmp(optarg, "bound"))
+                lim.yield = GS_YIELD_BOUND;
+            else {
+                fprintf(stderr, "gpuslice run: --yield '%s' is not gate or bound\n", optarg);
+                return 2;
+            }
+            break;
         case 'S': simulated = 1; break;
         case 'r': snprintf(root, sizeof root, "%s", optarg); break;
         case 'k': keep = 1; break;
@@ -306,6 +314,7 @@ int gs_cmd_run(int argc, char **argv)
     /* What only a standalone run can ask for: no memory cap at all, and the
      * hard compute cap (an agent setting in a cluster). */
     lim.compute_mode = want.compute_mode;
+    lim.yield = want.yield;
     lim.simulated = simulated;
     if (!have_mem)
         lim.memory = 0;

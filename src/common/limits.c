@@ -21,6 +21,8 @@ const struct gs_cfg_entry gs_limits_table[] = {
      "share: guaranteed, work-conserving; cap: never above"},
     {"priority", GS_CFG_ENUM, F(priority), 0, 0, "best-effort", "best-effort|critical",
      "scheduling class"},
+    {"yield", GS_CFG_ENUM, F(yield), 0, 0, "gate", "gate|bound",
+     "next to a busy critical tenant: gate = stop launching, bound = keep one kernel in flight"},
     {"context_reserve", GS_CFG_UINT, F(context_reserve), 0, UINT64_MAX, "0", NULL,
      "device memory reserved outside the slice for the CUDA context, bytes"},
     {"simulated", GS_CFG_BOOL, F(simulated), 0, 0, "false", NULL,
@@ -48,6 +50,7 @@ int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err)
 {
     static const char *const modes[] = {"share", "cap"};
     static const char *const prios[] = {"best-effort", "critical"};
+    static const char *const yields[] = {"gate", "bound"};
     char tmp[4096];
     int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     if (n < 0 || (size_t)n >= sizeof tmp)
@@ -63,11 +66,12 @@ int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err)
         return gs_error_set(err, GS_EIO, "cannot write %s: %s", tmp, strerror(errno));
     }
     fprintf(f,
-            "# gpuslice slice limits, written by the agent; read-only to the tenant.\n"
+            "# gpuslice slice limits, written by the agent (or gpuslice run); read-only to the "
+            "tenant.\n"
             "version = %d\nmemory = %llu\ncompute = %llu\ncompute_mode = %s\npriority = %s\n"
-            "context_reserve = %llu\nsimulated = %s\ndevice = %s\nslice_id = %s\n",
+            "yield = %s\ncontext_reserve = %llu\nsimulated = %s\ndevice = %s\nslice_id = %s\n",
             GS_LIMITS_VERSION, (unsigned long long)l->memory, (unsigned long long)l->compute,
-            modes[l->compute_mode & 1], prios[l->priority & 1],
+            modes[l->compute_mode & 1], prios[l->priority & 1], yields[l->yield & 1],
             (unsigned long long)l->context_reserve, l->simulated ? "true" : "false", l->device,
             l->slice_id);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0) {

@@ -32,7 +32,7 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
         out->until_ns = now + period;
         return;
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !me->bound; i++) {
         if (i != self && gs_cc_critical_busy(&t[i], now)) {
             out->go = 0;
             out->until_ns = now + GS_CC_CRIT_POLL_NS;

@@ -41,12 +41,14 @@
 #define GS_CC_CRIT_POLL_NS (50ull * 1000)
 
 struct gs_cc_tenant {
-    uint64_t key;            /* stable order key (hash of the slice id); ties broken by index */
-    unsigned share;          /* percent, 0 = not compute-controlled */
-    int cap;                 /* hard cap: never above share, even when others idle */
-    int critical;            /* latency-critical class (set by the agent) */
-    int alive;               /* owner process(es) alive */
-    uint64_t demand_ns;      /* last time it wanted to launch */
+    uint64_t key;       /* stable order key (hash of the slice id); ties broken by index */
+    unsigned share;     /* percent, 0 = not compute-controlled */
+    int cap;            /* hard cap: never above share, even when others idle */
+    int critical;       /* latency-critical class (set by the agent) */
+    int bound;          /* best-effort: next to a busy critical tenant, keep one kernel in flight
+                           instead of stopping (limits `yield = bound`) */
+    int alive;          /* owner process(es) alive */
+    uint64_t demand_ns; /* last time it wanted to launch */
     uint64_t crit_launch_ns; /* critical only: last launch */
     uint64_t crit_idle_ns;   /* critical only: last time its work was seen finished */
 };

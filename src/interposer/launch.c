@@ -167,6 +167,7 @@ static void view(struct gs_cc_tenant *t, int *self)
         t[i].share = (unsigned)p->limits.compute;
         t[i].cap = p->limits.compute_mode == GS_COMPUTE_CAP;
         t[i].critical = p->limits.priority == GS_PRIO_CRITICAL;
+        t[i].bound = p->limits.yield == GS_YIELD_BOUND;
         /* A dead tenant's claims go stale by themselves (demand after 100 ms,
          * a critical one's "busy" after GS_CC_CRIT_STALE_NS). */
         t[i].alive = p->self || read_peer(p->fd, &hdr) == 0;
@@ -223,6 +224,14 @@ static void ring_record(CUstream s, int every)
         cc.ring_n++;
 }
 
+/* Events we may leave outstanding before the next launch, next to a critical
+ * tenant: gate mode stops launching while it is busy, so two kernels may be
+ * in flight; bound mode keeps launching, so only one (no queue behind it). */
+static int crit_depth(void)
+{
+    return gs_g.limits.yield == GS_YIELD_BOUND ? 0 : CRIT_RING - 1;
+}
+
 static void drain(void)
 {
     ring_trim(0);
@@ -249,7 +258,7 @@ static void cc_slow(CUstream s)
         if (a == GS_CC_LAUNCH) {
             /* Bound what we queue so a critical tenant, or the next window's
              * owner, waits for little of our work. */
-            ring_trim(cc.any_critical ? CRIT_RING - 1 : RING - 1);
+            ring_trim(cc.any_critical ? crit_depth() : RING - 1);
             atomic_store_explicit(&cc.until, cc.self.until, memory_order_release);
             break;
         }
@@ -284,7 +293,7 @@ static inline void cc_before(CUstream s)
         }
         if (GS_UNLIKELY(cc.any_critical)) {
             pthread_mutex_lock(&cc.lock);
-            ring_trim(CRIT_RING - 1);
+            ring_trim(crit_depth());
             pthread_mutex_unlock(&cc.lock);
         }
         return;
