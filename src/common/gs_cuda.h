@@ -99,6 +99,7 @@ typedef struct CUmemPoolProps_st {
 } CUmemPoolProps;
 #define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
 #define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
 
 /* Arrays */
 typedef enum CUarray_format_enum {

@@ -33,6 +33,7 @@
       (dptr, bytesize, pool, hStream))                                                            \
     X(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                      \
     X(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream))                 \
+    X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))        \
     X(cuMemCreate,                                                                                \
       (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop,       \
        unsigned long long flags),                                                                 \
@@ -131,7 +132,6 @@
       (ptr, size, alignment, addr, flags))                                                    \
     X(cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))                          \
     X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))    \
-    X(cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep), (pool, minBytesToKeep))    \
     X(cuMemPoolGetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value)) \
     X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr))
 

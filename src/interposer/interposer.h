@@ -95,6 +95,8 @@ int gs_streq(const char *a, const char *b);
 void *gs_real_dlsym(void *handle, const char *name);
 /* Compute controller (launch.c): finds the other tenants' state. */
 void gs_cc_init(const char *state_dir);
+/* Gives back what stream-ordered pools released (at syncs and trims). */
+uint64_t gs_mem_pools_refresh(void);
 /* Resets per-process state in a forked child. */
 void gs_mem_after_fork(void);
 

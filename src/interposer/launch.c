@@ -357,6 +357,8 @@ GS_CU_LAUNCH_HOOKS(LAUNCH_HOOK)
  * best-effort tenants may run again. */
 static inline void synced(CUresult rc)
 {
+    if (rc == CUDA_SUCCESS && gs_g.enforce)
+        (void)gs_mem_pools_refresh(); /* a sync is when pools give memory back */
     if (rc == CUDA_SUCCESS && cc.on && gs_g.limits.priority == GS_PRIO_CRITICAL)
         atomic_store_explicit(&gs_g.ledger->crit_idle_ns, mono_ns(), memory_order_release);
 }

@@ -111,6 +111,9 @@ int gs_mem_charge(uint64_t bytes, const char *what)
         return 0;
     /* Over the cap: first make sure no dead process's bytes are in the way
      * (a SIGKILLed tenant's memory is free on the GPU already). */
+    /* Pools may have given memory back since we last looked. */
+    if (gs_mem_pools_refresh() > 0 && gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
+        return 0;
     int reaped = gs_ledger_reap(gs_g.ledger, NULL);
     if (reaped > 0) {
         GS_LOGD("reclaimed %d ledger slot(s) of processes that are gone", reaped);
@@ -224,29 +227,198 @@ GS_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
     return charged_alloc(do_alloc, &a, dptr, bytesize, "cuMemAllocManaged");
 }
 
-#define ASYNC_ALLOC(name, which_)                                                 \
-    GS_API CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)    \
-    {                                                                             \
-        if (!ENFORCING())                                                         \
-            return CALL_REAL(name, (dptr, bytesize, hStream));                    \
-        struct alloc_args a = {                                                   \
-            .dptr = dptr, .bytes = bytesize, .stream = hStream, .which = which_}; \
-        return charged_alloc(do_alloc, &a, dptr, bytesize, #name);                \
-    }
-ASYNC_ALLOC(cuMemAllocAsync, A_ASYNC)
-ASYNC_ALLOC(cuMemAllocAsync_ptsz, A_ASYNC_PTSZ)
+/* ---- stream-ordered allocations: charge the pool's growth -------------- */
 
-#define POOL_ALLOC(name, which_)                                                                  \
+/* A pool reserves device memory in chunks and keeps what is freed until a
+ * sync or a trim lets it go (PyTorch sets the release threshold to "never").
+ * What the GPU really gives the tenant is the pool's reserved size, so that is
+ * what is charged: after each allocation the growth of RESERVED_MEM_CURRENT,
+ * and at trims and syncs whatever it gave back (specs/cuda-interposition.md
+ * §2, measured: 100 MiB asked, 128 MiB reserved). */
+#define MAX_POOLS 32
+static struct {
+    _Atomic uint64_t pool;    /* CUmemoryPool, 0 = free entry */
+    _Atomic uint64_t charged; /* reserved bytes of this pool we have charged */
+} pools[MAX_POOLS];
+
+static _Atomic uint64_t *pool_charged(uint64_t pool)
+{
+    for (int i = 0; i < MAX_POOLS; i++) {
+        uint64_t cur = atomic_load(&pools[i].pool);
+        if (cur == pool)
+            return &pools[i].charged;
+        if (cur == 0) {
+            uint64_t zero = 0;
+            if (atomic_compare_exchange_strong(&pools[i].pool, &zero, pool) || zero == pool)
+                return &pools[i].charged;
+        }
+    }
+    return NULL;
+}
+
+static int pool_reserved(CUmemoryPool pool, uint64_t *out)
+{
+    cuuint64_t v = 0;
+    if (!REAL(cuMemPoolGetAttribute) ||
+        gs_g.real.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Brings our charge for pool to its reserved size; -1 when growth would pass
+ * the cap (nothing charged then). allow_growth 0: only give back. *released
+ * (when given) is what was given back. */
+static int pool_settle_r(CUmemoryPool pool, int allow_growth, const char *what, uint64_t *released)
+{
+    uint64_t r;
+    _Atomic uint64_t *ch = pool_charged((uint64_t)(uintptr_t)pool);
+    if (!ch || pool_reserved(pool, &r) < 0)
+        return 0;
+    for (;;) {
+        uint64_t old = atomic_load(ch);
+        if (r == old || (r > old && !allow_growth))
+            return 0;
+        if (r > old) {
+            if (gs_mem_charge(r - old, what) < 0)
+                return -1;
+            if (atomic_compare_exchange_strong(ch, &old, r))
+                return 0;
+            gs_mem_uncharge(r - old); /* another thread settled first: retry */
+        } else if (atomic_compare_exchange_strong(ch, &old, r)) {
+            gs_mem_uncharge(old - r);
+            if (released)
+                *released += old - r;
+            return 0;
+        }
+    }
+}
+
+static int pool_settle(CUmemoryPool pool, int allow_growth, const char *what)
+{
+    return pool_settle_r(pool, allow_growth, what, NULL);
+}
+
+uint64_t gs_mem_pools_refresh(void)
+{
+    uint64_t released = 0;
+    if (!gs_g.enforce)
+        return 0;
+    for (int i = 0; i < MAX_POOLS; i++) {
+        uint64_t p = atomic_load(&pools[i].pool);
+        if (p)
+            pool_settle_r((CUmemoryPool)(uintptr_t)p, 0, "pool", &released);
+    }
+    return released;
+}
+
+/* Would bytes fit now? Reaps dead processes and re-reads pools before saying no. */
+static int fits(uint64_t bytes, const char *what)
+{
+    if (gs_slot() < 0)
+        return 0;
+    if (gs_ledger_used(gs_g.ledger) + bytes <= gs_g.cap)
+        return 1;
+    gs_ledger_reap(gs_g.ledger, NULL);
+    (void)gs_mem_pools_refresh();
+    if (gs_ledger_used(gs_g.ledger) + bytes <= gs_g.cap)
+        return 1;
+    /* Counted and logged like any refusal. */
+    int s = gs_slot();
+    atomic_fetch_add(&gs_g.ledger->slots[s].ooms, 1);
+    (void)what;
+    return 0;
+}
+
+/* What an allocation of bytes may add to the pool: whatever its free
+ * reserved space does not already cover. */
+static uint64_t pool_need(CUmemoryPool pool, uint64_t bytes)
+{
+    cuuint64_t reserved = 0, used = 0;
+    if (!REAL(cuMemPoolGetAttribute) ||
+        gs_g.real.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) ||
+        gs_g.real.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used))
+        return bytes;
+    uint64_t spare = reserved > used ? reserved - used : 0;
+    return bytes > spare ? bytes - spare : 0;
+}
+
+typedef CUresult (*free_async_fn)(CUdeviceptr, CUstream);
+
+static CUresult pool_alloc(CUresult rc, CUmemoryPool pool, CUdeviceptr *dptr, CUstream stream,
+                           free_async_fn undo, const char *what)
+{
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    gs_note_use();
+    if (pool_settle(pool, 1, what) < 0) {
+        /* The pool grew past the cap: hand the allocation back. */
+        if (undo)
+            undo(*dptr, stream);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return rc;
+}
+
+static CUmemoryPool current_pool(void)
+{
+    /* The device's default pool: cuMemAllocAsync's pool unless the
+     * application set another with cuDeviceSetMemPool (then the request is
+     * charged instead). */
+    static CUresult (*get_device)(CUdevice *);
+    if (!get_device && gs_g.libcuda)
+        get_device = (CUresult(*)(CUdevice *))gs_real_dlsym(gs_g.libcuda, "cuCtxGetDevice");
+    CUdevice dev;
+    CUmemoryPool pool = NULL;
+    if (!get_device || get_device(&dev) != CUDA_SUCCESS || !REAL(cuDeviceGetDefaultMemPool) ||
+        gs_g.real.cuDeviceGetDefaultMemPool(&pool, dev) != CUDA_SUCCESS)
+        return NULL;
+    return pool;
+}
+
+#define ASYNC_ALLOC(name, which_, free_)                                                   \
+    GS_API CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)             \
+    {                                                                                      \
+        if (!ENFORCING())                                                                  \
+            return CALL_REAL(name, (dptr, bytesize, hStream));                             \
+        CUmemoryPool pool = current_pool();                                                \
+        if (!pool) {                                                                       \
+            struct alloc_args a = {                                                        \
+                .dptr = dptr, .bytes = bytesize, .stream = hStream, .which = which_};      \
+            return charged_alloc(do_alloc, &a, dptr, bytesize, #name);                     \
+        }                                                                                  \
+        if (!fits(pool_need(pool, charge_size(bytesize)), #name)) {                        \
+            log_oom_once(bytesize, #name);                                                 \
+            return CUDA_ERROR_OUT_OF_MEMORY;                                               \
+        }                                                                                  \
+        return pool_alloc(CALL_REAL(name, (dptr, bytesize, hStream)), pool, dptr, hStream, \
+                          gs_g.real.free_, #name);                                         \
+    }
+ASYNC_ALLOC(cuMemAllocAsync, A_ASYNC, cuMemFreeAsync)
+ASYNC_ALLOC(cuMemAllocAsync_ptsz, A_ASYNC_PTSZ, cuMemFreeAsync_ptsz)
+
+#define POOL_ALLOC(name, free_)                                                                   \
     GS_API CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) \
     {                                                                                             \
-        if (!ENFORCING())                                                                         \
+        if (!ENFORCING() || !pool)                                                                \
             return CALL_REAL(name, (dptr, bytesize, pool, hStream));                              \
-        struct alloc_args a = {                                                                   \
-            .dptr = dptr, .bytes = bytesize, .pool = pool, .stream = hStream, .which = which_};   \
-        return charged_alloc(do_alloc, &a, dptr, bytesize, #name);                                \
+        if (!fits(pool_need(pool, charge_size(bytesize)), #name)) {                               \
+            log_oom_once(bytesize, #name);                                                        \
+            return CUDA_ERROR_OUT_OF_MEMORY;                                                      \
+        }                                                                                         \
+        return pool_alloc(CALL_REAL(name, (dptr, bytesize, pool, hStream)), pool, dptr, hStream,  \
+                          gs_g.real.free_, #name);                                                \
     }
-POOL_ALLOC(cuMemAllocFromPoolAsync, A_POOL)
-POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, A_POOL_PTSZ)
+POOL_ALLOC(cuMemAllocFromPoolAsync, cuMemFreeAsync)
+POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, cuMemFreeAsync_ptsz)
+
+GS_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    CUresult rc = (gs_ensure_init(), CALL_REAL(cuMemPoolTrimTo, (pool, minBytesToKeep)));
+    if (rc == CUDA_SUCCESS && gs_g.enforce)
+        pool_settle(pool, 0, "cuMemPoolTrimTo");
+    return rc;
+}
 
 GS_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
                                    size_t Height, unsigned int ElementSizeBytes)

@@ -434,6 +434,27 @@ int main(int argc, char **argv)
                m2.used, m2.free, m2.reserved, di.dli_fname ? strrchr(di.dli_fname, '/') + 1 : "?");
         return 0;
     }
+    if (!strcmp(s, "pool") && argc > 3) {
+        /* Stream-ordered allocations until refused; then the pool's reservation. */
+        size_t chunk = parse_sz(argv[3]);
+        CUdeviceptr p[64];
+        int k = 0;
+        CUresult rc = 0;
+        while (k < 64 && (rc = A.cuMemAllocAsync(&p[k], chunk, NULL)) == 0)
+            k++;
+        CUmemoryPool pool;
+        cuuint64_t reserved = 0;
+        A.cuDeviceGetDefaultMemPool(&pool, 0);
+        A.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
+        printf("pool allocated %d rc=%d reserved=%llu\n", k, rc, (unsigned long long)reserved);
+        fflush(stdout);
+        for (int i = 0; i < k; i++)
+            A.cuMemFreeAsync(p[i], NULL);
+        A.cuStreamSynchronize(NULL);
+        A.cuMemPoolTrimTo(pool, 0);
+        printf("pool trimmed\n");
+        return 0;
+    }
     if (!strcmp(s, "meminfo")) {
         meminfo();
         return 0;
