@@ -54,7 +54,8 @@ struct gs_ledger {
     _Atomic uint64_t demand_ns;      /* CLOCK_MONOTONIC: last time it wanted to launch */
     _Atomic uint64_t crit_launch_ns; /* latency-critical tenants: last launch */
     _Atomic uint64_t crit_idle_ns;   /* latency-critical tenants: last time its work was done */
-    uint64_t reserved[6];            /* zero */
+    _Atomic uint64_t window_busy;    /* share-controlled tenants: 1 in its window or draining it */
+    uint64_t reserved[5];            /* zero */
     struct gs_ledger_slot slots[GS_LEDGER_SLOTS];
 };
 

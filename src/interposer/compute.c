@@ -27,6 +27,8 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
     const struct gs_cc_tenant *me = &t[self];
     out->gated_by_critical = 0;
     out->window_end_ns = 0;
+    out->window_start_ns = 0;
+    out->window_len_ns = 0;
     if (me->critical) {
         out->go = 1;
         out->until_ns = now + period;
@@ -72,9 +74,9 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
     uint64_t ws = start + off, we = ws + eff;
     out->window_start_ns = ws;
     out->window_len_ns = len;
+    out->window_end_ns = we;
     if (now >= ws && now < we) {
         out->go = 1;
-        out->window_end_ns = we;
         out->until_ns = we < crit_horizon ? we : crit_horizon;
         return;
     }
@@ -82,43 +84,80 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
     out->until_ns = now < ws ? ws : ws + period;
 }
 
+static int others_in_window(const struct gs_cc_tenant *t, int n, int self)
+{
+    for (int i = 0; i < n; i++)
+        if (i != self && t[i].alive && !t[i].critical && t[i].share > 0 && t[i].window_busy)
+            return 1;
+    return 0;
+}
+
+static uint64_t crit_horizon(const struct gs_cc_tenant *t, int n, int self, uint64_t now,
+                             uint64_t until)
+{
+    for (int i = 0; i < n; i++)
+        if (i != self && t[i].critical && t[i].alive && now + GS_CC_CRIT_POLL_NS < until)
+            return now + GS_CC_CRIT_POLL_NS;
+    return until;
+}
+
 enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,
                                       int self, uint64_t now, uint64_t period, uint64_t *wait_until)
 {
     struct gs_cc_decision d;
     gs_cc_decide(t, n, self, now, period, me->debt, &d);
-    if (d.go && d.window_end_ns && d.window_start_ns == me->closed_window) {
-        /* We drained this window already; a smaller debt must not reopen it. */
-        d.go = 0;
-        d.until_ns = d.window_start_ns + period;
-    }
-    if (d.go) {
-        if (d.window_end_ns && d.window_start_ns != me->window_start) {
-            /* first launch in a new window */
-            me->window_start = d.window_start_ns;
-            me->window_len = d.window_len_ns;
-            me->used_from = now;
+    me->until = 0;
+    if (d.gated_by_critical || !d.window_len_ns) {
+        /* Not share-controlled (or a critical tenant is busy): decide said it all. */
+        if (d.go) {
+            me->until = d.until_ns;
+            return GS_CC_LAUNCH;
         }
-        me->in_window = d.window_end_ns != 0;
-        if (d.window_end_ns)
-            me->window_end = d.window_end_ns;
-        me->until = d.until_ns;
+        *wait_until = d.until_ns;
+        return GS_CC_WAIT;
+    }
+    uint64_t ws = d.window_start_ns;
+    if (ws != me->window_start) {
+        /* A window of ours we have not entered yet. */
+        if (!d.go) {
+            if (now >= ws && me->debt >= d.window_len_ns) {
+                /* One we sit out to pay the debt: it counts as used nothing. */
+                me->window_start = ws;
+                me->closed_window = ws;
+                me->debt -= d.window_len_ns;
+            }
+            *wait_until = d.until_ns;
+            return GS_CC_WAIT;
+        }
+        /* Hand-over: the tenant before us may still be draining its last work.
+         * Starting now would share the GPU with it and blur both tenants'
+         * accounting; wait for it, briefly, and keep our full window. */
+        if (others_in_window(t, n, self) && now - ws < GS_CC_HANDOFF_MAX_NS) {
+            *wait_until = now + GS_CC_HANDOFF_POLL_NS;
+            return GS_CC_WAIT;
+        }
+        me->window_start = ws;
+        me->window_len = d.window_len_ns;
+        me->used_from = now;
+        me->window_end = d.window_end_ns + (now - ws);
+        me->in_window = 1;
+    }
+    if (ws == me->closed_window) {
+        /* We drained this window already; a smaller debt must not reopen it. */
+        *wait_until = ws + period;
+        return GS_CC_WAIT;
+    }
+    if (now < me->window_end) {
+        me->until = crit_horizon(t, n, self, now, me->window_end);
         return GS_CC_LAUNCH;
     }
-    me->until = 0;
-    if (me->in_window && !d.gated_by_critical) {
+    if (me->in_window) {
         /* Our window is over: our queued work must not run into the next
          * tenant's window (what does is paid back from later windows). */
         me->in_window = 0;
         return GS_CC_DRAIN;
     }
-    if (!me->in_window && d.window_len_ns && me->debt >= d.window_len_ns &&
-        d.window_start_ns != me->window_start && now >= d.window_start_ns) {
-        /* A window we sit out to pay the debt: it counts as used nothing. */
-        me->window_start = d.window_start_ns;
-        me->debt -= d.window_len_ns;
-    }
-    *wait_until = d.until_ns;
+    *wait_until = ws + period;
     return GS_CC_WAIT;
 }
 

@@ -37,6 +37,11 @@
 /* A critical tenant that launched but neither synchronised nor launched for
  * this long is no longer believed busy (it may have died mid-kernel). */
 #define GS_CC_CRIT_STALE_NS (100ull * 1000 * 1000)
+/* A tenant whose window begins waits at most this long for the previous
+ * owner to finish draining (and then keeps its full window); a tenant that
+ * claims to be busy forever can delay the others by no more than this. */
+#define GS_CC_HANDOFF_MAX_NS (10ull * 1000 * 1000)
+#define GS_CC_HANDOFF_POLL_NS (100ull * 1000)
 /* How often a gated best-effort tenant looks again while a critical one runs. */
 #define GS_CC_CRIT_POLL_NS (50ull * 1000)
 
@@ -51,6 +56,7 @@ struct gs_cc_tenant {
     uint64_t demand_ns; /* last time it wanted to launch */
     uint64_t crit_launch_ns; /* critical only: last launch */
     uint64_t crit_idle_ns;   /* critical only: last time its work was seen finished */
+    int window_busy;         /* share-controlled: in its window or draining it */
 };
 
 struct gs_cc_decision {

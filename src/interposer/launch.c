@@ -181,6 +181,8 @@ static void view(struct gs_cc_tenant *t, int *self)
             atomic_load_explicit(&((struct gs_ledger *)l)->crit_launch_ns, memory_order_relaxed);
         t[i].crit_idle_ns =
             atomic_load_explicit(&((struct gs_ledger *)l)->crit_idle_ns, memory_order_relaxed);
+        t[i].window_busy =
+            atomic_load_explicit(&((struct gs_ledger *)l)->window_busy, memory_order_relaxed) != 0;
         if (p->self)
             *self = i;
     }
@@ -255,6 +257,8 @@ static void cc_slow(CUstream s)
         uint64_t wait = 0;
         enum gs_cc_action a =
             gs_cc_before_launch(&cc.self, t, cc.npeers, self, now, GS_CC_PERIOD_NS, &wait);
+        atomic_store_explicit(&me->window_busy, cc.self.in_window || a == GS_CC_DRAIN,
+                              memory_order_relaxed);
         if (a == GS_CC_LAUNCH) {
             /* Bound what we queue so a critical tenant, or the next window's
              * owner, waits for little of our work. */
@@ -266,6 +270,7 @@ static void cc_slow(CUstream s)
             drain();
             uint64_t done = mono_ns();
             gs_cc_drained(&cc.self, done);
+            atomic_store_explicit(&me->window_busy, 0, memory_order_relaxed);
             GS_LOGD("compute window closed: used %.2f ms of %.2f ms (from %.2f ms into the "
                     "window), debt now %.2f ms",
                     (double)(done - cc.self.used_from) / 1e6, (double)cc.self.window_len / 1e6,

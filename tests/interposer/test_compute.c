@@ -77,7 +77,17 @@ static void launch(struct sim *s, int i)
     }
 }
 
+static void tenant_step_inner(struct sim *s, int i);
+
 static void tenant_step(struct sim *s, int i)
+{
+    tenant_step_inner(s, i);
+    struct sim_tenant *x = &s->t[i];
+    /* What the interposer publishes in its ledger. */
+    x->pub.window_busy = x->me.in_window || x->state == DRAINING;
+}
+
+static void tenant_step_inner(struct sim *s, int i)
 {
     struct sim_tenant *x = &s->t[i];
     if (!x->pub.alive)
