@@ -3,5 +3,5 @@
 ifneq ($(MINIMAL),1)
 MONITOR_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard src/monitor/*.c))
 GPUSLICE_OBJS += $(MONITOR_OBJS)
-GPUSLICE_LIBS += -lcjson
+GPUSLICE_LIBS += -lcjson -lmicrohttpd
 endif

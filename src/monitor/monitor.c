@@ -5,7 +5,11 @@
  * Not yet here: the join with the kubelet's PodResources (which Pod holds
  * which slice by name), /metrics and the dashboard (DESIGN.md, "monitor"). */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -152,7 +156,7 @@ static void print_table(const struct row *rows, int n, const char *root)
         printf("(no slices in %s)\n", root);
 }
 
-static void print_json(const struct row *rows, int n, const char *root)
+static char *build_json(const struct row *rows, int n, const char *root)
 {
     cJSON *top = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(top, "slices");
     cJSON_AddStringToObject(top, "state_root", root);
@@ -179,10 +183,201 @@ static void print_json(const struct row *rows, int n, const char *root)
         cJSON_AddItemToArray(arr, o);
     }
     char *s = cJSON_Print(top);
+    cJSON_Delete(top);
+    return s;
+}
+
+static void print_json(const struct row *rows, int n, const char *root)
+{
+    char *s = build_json(rows, n, root);
     if (s)
         puts(s);
     free(s);
-    cJSON_Delete(top);
+}
+
+/* Prometheus text format (0.0.4). Label values are slice ids and device
+ * names; escaped anyway. */
+static void label(char *out, size_t len, const char *v)
+{
+    size_t o = 0;
+    for (; *v && o + 3 < len; v++) {
+        if (*v == '\\' || *v == '"') {
+            out[o++] = '\\';
+            out[o++] = *v;
+        } else if (*v == '\n') {
+            out[o++] = '\\';
+            out[o++] = 'n';
+        } else {
+            out[o++] = *v;
+        }
+    }
+    out[o] = '\0';
+}
+
+static const struct {
+    const char *name, *type, *help;
+} metric_defs[] = {
+    {"gpuslice_slice_memory_limit_bytes", "gauge",
+     "Device memory the slice's application may allocate (0 = no cap)."},
+    {"gpuslice_slice_memory_used_bytes", "gauge",
+     "Device memory the slice's live processes hold now."},
+    {"gpuslice_slice_memory_peak_bytes", "gauge",
+     "Largest device memory one process of the slice held."},
+    {"gpuslice_slice_processes", "gauge",
+     "Live processes of the slice, as seen from the monitor's pid namespace."},
+    {"gpuslice_slice_compute_share_percent", "gauge",
+     "Compute share of one GPU (0 = uncontrolled)."},
+    {"gpuslice_slice_allocations_total", "counter", "Allocations counted against the slice."},
+    {"gpuslice_slice_oom_total", "counter", "Allocations refused by the slice's memory cap."},
+    {"gpuslice_slice_launches_total", "counter", "Kernel and graph launches seen."},
+    {"gpuslice_slice_cuda_seen", "gauge",
+     "1 once a process of the slice used CUDA; 0 = held, never used (CPU fallback?)."},
+};
+
+static unsigned long long metric_value(const struct row *r, size_t k)
+{
+    switch (k) {
+    case 0: return r->lim.memory;
+    case 1: return r->used;
+    case 2: return r->peak;
+    case 3: return (unsigned long long)r->procs;
+    case 4: return r->lim.compute;
+    case 5: return r->allocs;
+    case 6: return r->ooms;
+    case 7: return r->launches;
+    default: return r->first_ctx_ns != 0;
+    }
+}
+
+static char *build_metrics(const struct row *rows, int n)
+{
+    size_t cap = 4096 + (size_t)n * 4096, len = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        return NULL;
+    int w = snprintf(buf, cap,
+                     "# HELP gpuslice_slices Slices on this node.\n"
+                     "# TYPE gpuslice_slices gauge\ngpuslice_slices %d\n",
+                     n);
+    len = w > 0 ? (size_t)w : 0;
+    for (size_t k = 0; k < sizeof metric_defs / sizeof metric_defs[0]; k++) {
+        w = snprintf(buf + len, cap - len, "# HELP %s %s\n# TYPE %s %s\n", metric_defs[k].name,
+                     metric_defs[k].help, metric_defs[k].name, metric_defs[k].type);
+        if (w > 0 && (size_t)w < cap - len)
+            len += (size_t)w;
+        for (int i = 0; i < n; i++) {
+            char id[256], dev[256];
+            label(id, sizeof id, rows[i].id);
+            label(dev, sizeof dev, rows[i].lim.device);
+            w = snprintf(buf + len, cap - len,
+                         "%s{slice=\"%s\",device=\"%s\",simulated=\"%s\"} %llu\n",
+                         metric_defs[k].name, id, dev, rows[i].lim.simulated ? "true" : "false",
+                         metric_value(&rows[i], k));
+            if (w > 0 && (size_t)w < cap - len)
+                len += (size_t)w;
+        }
+    }
+    return buf;
+}
+
+struct server {
+    const char *root;
+};
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_len, void **state)
+{
+    (void)version;
+    (void)upload;
+    (void)upload_len;
+    (void)state;
+    const struct server *srv = cls;
+    if (strcmp(method, "GET") != 0)
+        return MHD_NO;
+    struct row *rows = NULL;
+    int n = 0;
+    char *body = NULL;
+    const char *type = "text/plain; version=0.0.4";
+    unsigned code = MHD_HTTP_OK;
+    if (collect(srv->root, &rows, &n) < 0) {
+        code = MHD_HTTP_SERVICE_UNAVAILABLE;
+        body = strdup("state root not readable; see the monitor's log\n");
+    } else if (!strcmp(url, "/metrics")) {
+        body = build_metrics(rows, n);
+    } else if (!strcmp(url, "/api/slices")) {
+        body = build_json(rows, n, srv->root);
+        type = "application/json";
+    } else {
+        code = MHD_HTTP_NOT_FOUND;
+        body = strdup("not found: try /metrics or /api/slices\n");
+    }
+    free(rows);
+    if (!body)
+        return MHD_NO;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", type);
+    enum MHD_Result ret = MHD_queue_response(c, code, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static volatile sig_atomic_t stop_serving;
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_serving = 1;
+}
+
+/* --listen HOST:PORT (":PORT" = all addresses; port 0 = any free one, printed). */
+static int serve(const char *listen_on, const char *root)
+{
+    char host[64] = "127.0.0.1";
+    const char *colon = strrchr(listen_on, ':');
+    const char *port_s = colon ? colon + 1 : listen_on;
+    if (colon && colon != listen_on) {
+        size_t hl = (size_t)(colon - listen_on);
+        if (hl >= sizeof host) {
+            fprintf(stderr, "gpuslice monitor: --listen host in '%s' is too long\n", listen_on);
+            return 2;
+        }
+        memcpy(host, listen_on, hl);
+        host[hl] = '\0';
+    } else if (colon) {
+        snprintf(host, sizeof host, "0.0.0.0");
+    }
+    char *end;
+    long port = strtol(port_s, &end, 10);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    if (!*port_s || *end || port < 0 || port > 65535 ||
+        inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        fprintf(stderr,
+                "gpuslice monitor: --listen '%s' is not HOST:PORT (like 127.0.0.1:9400 or :9400)\n",
+                listen_on);
+        return 2;
+    }
+    sa.sin_port = htons((uint16_t)port);
+    struct server srv = {.root = root};
+    struct MHD_Daemon *d =
+        MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, answer, &srv,
+                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "gpuslice monitor: cannot listen on %s (port in use, or no permission?)\n",
+                listen_on);
+        return 1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    fprintf(stderr, "gpuslice monitor: serving /metrics and /api/slices on http://%s:%u\n", host,
+            info ? (unsigned)info->port : (unsigned)port);
+    struct sigaction act = {0};
+    act.sa_handler = on_signal;
+    sigaction(SIGINT, &act, NULL);
+    sigaction(SIGTERM, &act, NULL);
+    while (!stop_serving)
+        pause();
+    MHD_stop_daemon(d);
+    return 0;
 }
 
 int gs_cmd_monitor(int argc, char **argv)
@@ -191,14 +386,17 @@ int gs_cmd_monitor(int argc, char **argv)
                                          {"json", no_argument, 0, 'j'},
                                          {"once", no_argument, 0, '1'},
                                          {"interval", required_argument, 0, 'i'},
+                                         {"listen", required_argument, 0, 'l'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *root = GS_SLICE_DEFAULT_ROOT;
     int json = 0, once = 0, c;
+    const char *listen_on = NULL;
     long interval = 2;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "r:j1i:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:j1i:l:h", opts, NULL)) != -1) {
         switch (c) {
+        case 'l': listen_on = optarg; break;
         case 'r': root = optarg; break;
         case 'j': json = 1; break;
         case '1': once = 1; break;
@@ -214,11 +412,15 @@ int gs_cmd_monitor(int argc, char **argv)
         }
         case 'h':
             printf("usage: gpuslice monitor [--state-root DIR] [--once] [--interval S] [--json]\n"
-                   "Shows each slice on this node: its limits and what its processes use.\n");
+                   "                        [--listen HOST:PORT]\n"
+                   "Shows each slice on this node: its limits and what its processes use.\n"
+                   "--listen serves Prometheus /metrics and JSON /api/slices instead.\n");
             return 0;
         default: return 2;
         }
     }
+    if (listen_on)
+        return serve(listen_on, root);
     for (;;) {
         struct row *rows = NULL;
         int n = 0;

@@ -45,6 +45,45 @@ ok(bad.returncode == 1 and "--state-root" in bad.stderr, "a missing state root i
 os.makedirs(os.path.join(root, "empty"))
 e = subprocess.run([GS, "monitor", "--json", "--state-root", os.path.join(root, "empty")], capture_output=True, text=True)
 ok(e.returncode == 0 and json.loads(e.stdout)["slices"] == [], "an empty root lists nothing", e.stdout)
+# --listen: Prometheus /metrics and JSON /api/slices over HTTP.
+import re
+import time
+import urllib.error
+import urllib.request
+
+srv = subprocess.Popen([GS, "monitor", "--listen", "127.0.0.1:0", "--state-root", root],
+                       stderr=subprocess.PIPE, text=True)
+line = srv.stderr.readline()
+mport = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+ok(mport is not None, "monitor --listen says where it serves", line)
+if mport:
+    base = "http://127.0.0.1:%s" % mport.group(1)
+    body = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
+    sid = sl[0]["id"] if sl else "?"
+    want = ['gpuslice_slices 1',
+            'gpuslice_slice_memory_limit_bytes{slice="%s",device="SIM-GPU-0000",simulated="true"} %d' % (sid, 1 << 30),
+            'gpuslice_slice_memory_peak_bytes{slice="%s",device="SIM-GPU-0000",simulated="true"} %d' % (sid, 1 << 30),
+            'gpuslice_slice_oom_total{slice="%s",device="SIM-GPU-0000",simulated="true"} 1' % sid,
+            'gpuslice_slice_cuda_seen{slice="%s",device="SIM-GPU-0000",simulated="true"} 1' % sid]
+    missing = [w for w in want if w not in body.splitlines()]
+    ok(not missing, "/metrics has the slice's gauges and counters in Prometheus text format", missing or body[:400])
+    types = re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M)
+    ok(len(types) == 10 and all(t in ("gauge", "counter") for _, t in types) and
+       all(n.endswith("_total") == (t == "counter") for n, t in types),
+       "every metric has HELP/TYPE; counters end in _total", types)
+    api = json.loads(urllib.request.urlopen(base + "/api/slices", timeout=5).read())
+    ok(api["slices"] and api["slices"][0]["id"] == sid, "/api/slices serves the JSON view", api)
+    try:
+        urllib.request.urlopen(base + "/nope", timeout=5)
+        code = 200
+    except urllib.error.HTTPError as e:
+        code = e.code
+    ok(code == 404, "unknown paths are 404", code)
+srv.terminate()
+srv.wait(timeout=5)
+ok(srv.returncode == 0, "SIGTERM stops the server cleanly", srv.returncode)
+bad = subprocess.run([GS, "monitor", "--listen", "nonsense:x"], capture_output=True, text=True)
+ok(bad.returncode == 2 and "HOST:PORT" in bad.stderr, "a bad --listen value is a clear error", bad.stderr)
 subprocess.run(["rm", "-rf", root])
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
