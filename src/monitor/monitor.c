@@ -22,6 +22,9 @@
 #include "common/limits.h"
 #include "common/quantity.h"
 #include "common/slice.h"
+#include "agent/plugin.h"
+#include "agent/rpc.h"
+#include "proto/podresources_v1.pb-c.h"
 
 int gs_cmd_monitor(int argc, char **argv);
 
@@ -32,6 +35,7 @@ struct row {
     uint64_t used, peak, allocs, ooms, launches, first_ctx_ns;
     int procs;
     char devices[512];
+    char pod[128], ns[128], container[128]; /* from the kubelet's PodResources, if reachable */
 };
 
 static void read_alloc(const char *dir, struct row *r)
@@ -115,6 +119,55 @@ static int collect(const char *root, struct row **out, int *n)
     return *out ? 0 : -1;
 }
 
+/* Which Pod and container hold each slice: the kubelet's PodResources List
+ * names the device IDs each container was given, and the agent recorded the
+ * IDs of each slice in its alloc file. */
+static int has_token(const char *list, const char *id)
+{
+    size_t n = strlen(id);
+    for (const char *p = list; (p = strstr(p, id)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+static void join_pods(struct row *rows, int n, const char *sock)
+{
+    if (!sock || !*sock || access(sock, F_OK) != 0)
+        return;
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    gs_error err = {0};
+    if (gs_rpc_call_unary(sock, GS_PLUGIN_PATH_PODRES_LIST, (const uint8_t *)"", 0, 3000, &resp,
+                          &len, &err) < 0) {
+        fprintf(stderr, "gpuslice monitor: PodResources List on %s failed: %s (Pods not shown)\n",
+                sock, err.msg);
+        return;
+    }
+    V1__ListPodResourcesResponse *m = v1__list_pod_resources_response__unpack(NULL, len, resp);
+    free(resp);
+    if (!m) {
+        fprintf(stderr, "gpuslice monitor: the PodResources reply from %s does not decode\n", sock);
+        return;
+    }
+    for (size_t i = 0; i < m->n_pod_resources; i++) {
+        V1__PodResources *pod = m->pod_resources[i];
+        for (size_t j = 0; j < pod->n_containers; j++) {
+            V1__ContainerResources *c = pod->containers[j];
+            for (size_t k = 0; k < c->n_devices; k++)
+                for (size_t d = 0; d < c->devices[k]->n_device_ids; d++)
+                    for (int r = 0; r < n; r++)
+                        if (rows[r].devices[0] &&
+                            has_token(rows[r].devices, c->devices[k]->device_ids[d])) {
+                            snprintf(rows[r].pod, sizeof rows[r].pod, "%s", pod->name);
+                            snprintf(rows[r].ns, sizeof rows[r].ns, "%s", pod->namespace_);
+                            snprintf(rows[r].container, sizeof rows[r].container, "%s", c->name);
+                        }
+        }
+    }
+    v1__list_pod_resources_response__free_unpacked(m, NULL);
+}
+
 static const char *cuda_seen(const struct row *r, char *buf, size_t len)
 {
     if (!r->have_ledger)
@@ -131,11 +184,16 @@ static const char *cuda_seen(const struct row *r, char *buf, size_t len)
 
 static void print_table(const struct row *rows, int n, const char *root)
 {
-    printf("%-28s %11s %11s %11s %5s %-12s %6s %10s  %s\n", "SLICE", "MEMORY CAP", "IN USE", "PEAK",
-           "PROCS", "COMPUTE", "OOMS", "LAUNCHES", "FIRST CUDA USE");
+    printf("%-28s %-32s %11s %11s %11s %5s %-12s %6s %10s  %s\n", "SLICE", "POD/CONTAINER",
+           "MEMORY CAP", "IN USE", "PEAK", "PROCS", "COMPUTE", "OOMS", "LAUNCHES",
+           "FIRST CUDA USE");
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
-        char cap[32], used[32], peak[32], comp[32], seen[32];
+        char cap[32], used[32], peak[32], comp[32], seen[32], who[400];
+        if (r->pod[0])
+            snprintf(who, sizeof who, "%s/%s/%s", r->ns, r->pod, r->container);
+        else
+            snprintf(who, sizeof who, "-");
         if (r->lim.memory)
             gs_quantity_format_bytes(r->lim.memory, cap, sizeof cap);
         else
@@ -148,8 +206,8 @@ static void print_table(const struct row *rows, int n, const char *root)
                      r->lim.priority == GS_PRIO_CRITICAL ? " rt" : "");
         else
             snprintf(comp, sizeof comp, "-%s", r->lim.priority == GS_PRIO_CRITICAL ? " rt" : "");
-        printf("%-28s %11s %11s %11s %5d %-12s %6llu %10llu  %s%s\n", r->id, cap, used, peak,
-               r->procs, comp, (unsigned long long)r->ooms, (unsigned long long)r->launches,
+        printf("%-28s %-32s %11s %11s %11s %5d %-12s %6llu %10llu  %s%s\n", r->id, who, cap, used,
+               peak, r->procs, comp, (unsigned long long)r->ooms, (unsigned long long)r->launches,
                cuda_seen(r, seen, sizeof seen), r->lim.simulated ? " [SIMULATED GPU]" : "");
     }
     if (n == 0)
@@ -180,6 +238,9 @@ static char *build_json(const struct row *rows, int n, const char *root)
         cJSON_AddBoolToObject(o, "simulated", r->lim.simulated != 0);
         cJSON_AddStringToObject(o, "device", r->lim.device);
         cJSON_AddStringToObject(o, "kubelet_device_ids", r->devices);
+        cJSON_AddStringToObject(o, "pod", r->pod);
+        cJSON_AddStringToObject(o, "namespace", r->ns);
+        cJSON_AddStringToObject(o, "container", r->container);
         cJSON_AddItemToArray(arr, o);
     }
     char *s = cJSON_Print(top);
@@ -266,13 +327,16 @@ static char *build_metrics(const struct row *rows, int n)
         if (w > 0 && (size_t)w < cap - len)
             len += (size_t)w;
         for (int i = 0; i < n; i++) {
-            char id[256], dev[256];
+            char id[256], dev[256], pod[256], ns[256];
             label(id, sizeof id, rows[i].id);
             label(dev, sizeof dev, rows[i].lim.device);
+            label(pod, sizeof pod, rows[i].pod);
+            label(ns, sizeof ns, rows[i].ns);
             w = snprintf(buf + len, cap - len,
-                         "%s{slice=\"%s\",device=\"%s\",simulated=\"%s\"} %llu\n",
-                         metric_defs[k].name, id, dev, rows[i].lim.simulated ? "true" : "false",
-                         metric_value(&rows[i], k));
+                         "%s{slice=\"%s\",device=\"%s\",simulated=\"%s\",namespace=\"%s\","
+                         "pod=\"%s\"} %llu\n",
+                         metric_defs[k].name, id, dev, rows[i].lim.simulated ? "true" : "false", ns,
+                         pod, metric_value(&rows[i], k));
             if (w > 0 && (size_t)w < cap - len)
                 len += (size_t)w;
         }
@@ -282,6 +346,7 @@ static char *build_metrics(const struct row *rows, int n)
 
 struct server {
     const char *root;
+    const char *podres;
 };
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
@@ -300,7 +365,10 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     char *body = NULL;
     const char *type = "text/plain; version=0.0.4";
     unsigned code = MHD_HTTP_OK;
-    if (collect(srv->root, &rows, &n) < 0) {
+    int bad = collect(srv->root, &rows, &n) < 0;
+    if (!bad)
+        join_pods(rows, n, srv->podres);
+    if (bad) {
         code = MHD_HTTP_SERVICE_UNAVAILABLE;
         body = strdup("state root not readable; see the monitor's log\n");
     } else if (!strcmp(url, "/metrics")) {
@@ -331,7 +399,7 @@ static void on_signal(int sig)
 }
 
 /* --listen HOST:PORT (":PORT" = all addresses; port 0 = any free one, printed). */
-static int serve(const char *listen_on, const char *root)
+static int serve(const char *listen_on, const char *root, const char *podres)
 {
     char host[64] = "127.0.0.1";
     const char *colon = strrchr(listen_on, ':');
@@ -358,7 +426,7 @@ static int serve(const char *listen_on, const char *root)
         return 2;
     }
     sa.sin_port = htons((uint16_t)port);
-    struct server srv = {.root = root};
+    struct server srv = {.root = root, .podres = podres};
     struct MHD_Daemon *d =
         MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, answer, &srv,
                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
@@ -387,15 +455,18 @@ int gs_cmd_monitor(int argc, char **argv)
                                          {"once", no_argument, 0, '1'},
                                          {"interval", required_argument, 0, 'i'},
                                          {"listen", required_argument, 0, 'l'},
+                                         {"pod-resources-socket", required_argument, 0, 'p'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *root = GS_SLICE_DEFAULT_ROOT;
     int json = 0, once = 0, c;
     const char *listen_on = NULL;
+    const char *podres = "/var/lib/kubelet/pod-resources/kubelet.sock";
     long interval = 2;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "r:j1i:l:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:j1i:l:p:h", opts, NULL)) != -1) {
         switch (c) {
+        case 'p': podres = optarg; break;
         case 'l': listen_on = optarg; break;
         case 'r': root = optarg; break;
         case 'j': json = 1; break;
@@ -412,15 +483,16 @@ int gs_cmd_monitor(int argc, char **argv)
         }
         case 'h':
             printf("usage: gpuslice monitor [--state-root DIR] [--once] [--interval S] [--json]\n"
-                   "                        [--listen HOST:PORT]\n"
+                   "                        [--listen HOST:PORT] [--pod-resources-socket PATH]\n"
                    "Shows each slice on this node: its limits and what its processes use.\n"
-                   "--listen serves Prometheus /metrics and JSON /api/slices instead.\n");
+                   "--listen serves Prometheus /metrics and JSON /api/slices instead.\n"
+                   "Pods come from the kubelet's PodResources socket (\"\" = do not ask).\n");
             return 0;
         default: return 2;
         }
     }
     if (listen_on)
-        return serve(listen_on, root);
+        return serve(listen_on, root, podres);
     for (;;) {
         struct row *rows = NULL;
         int n = 0;
@@ -428,6 +500,7 @@ int gs_cmd_monitor(int argc, char **argv)
             free(rows);
             return 1;
         }
+        join_pods(rows, n, podres);
         if (json)
             print_json(rows, n, root);
         else {

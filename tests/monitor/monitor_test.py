@@ -61,10 +61,10 @@ if mport:
     body = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
     sid = sl[0]["id"] if sl else "?"
     want = ['gpuslice_slices 1',
-            'gpuslice_slice_memory_limit_bytes{slice="%s",device="SIM-GPU-0000",simulated="true"} %d' % (sid, 1 << 30),
-            'gpuslice_slice_memory_peak_bytes{slice="%s",device="SIM-GPU-0000",simulated="true"} %d' % (sid, 1 << 30),
-            'gpuslice_slice_oom_total{slice="%s",device="SIM-GPU-0000",simulated="true"} 1' % sid,
-            'gpuslice_slice_cuda_seen{slice="%s",device="SIM-GPU-0000",simulated="true"} 1' % sid]
+            'gpuslice_slice_memory_limit_bytes{slice="%s",device="SIM-GPU-0000",simulated="true",namespace="",pod=""} %d' % (sid, 1 << 30),
+            'gpuslice_slice_memory_peak_bytes{slice="%s",device="SIM-GPU-0000",simulated="true",namespace="",pod=""} %d' % (sid, 1 << 30),
+            'gpuslice_slice_oom_total{slice="%s",device="SIM-GPU-0000",simulated="true",namespace="",pod=""} 1' % sid,
+            'gpuslice_slice_cuda_seen{slice="%s",device="SIM-GPU-0000",simulated="true",namespace="",pod=""} 1' % sid]
     missing = [w for w in want if w not in body.splitlines()]
     ok(not missing, "/metrics has the slice's gauges and counters in Prometheus text format", missing or body[:400])
     types = re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M)
@@ -84,6 +84,36 @@ srv.wait(timeout=5)
 ok(srv.returncode == 0, "SIGTERM stops the server cleanly", srv.returncode)
 bad = subprocess.run([GS, "monitor", "--listen", "nonsense:x"], capture_output=True, text=True)
 ok(bad.returncode == 2 and "HOST:PORT" in bad.stderr, "a bad --listen value is a clear error", bad.stderr)
+# Which Pod holds which slice: the kubelet's PodResources (played by grpcio)
+# names the device IDs the agent recorded in the slice's alloc file.
+sys.path.insert(0, os.path.join(os.environ.get("GS_SRC_DIR", "."), "tests", "agent"))
+import fakekubelet as fk  # noqa: E402
+
+with tempfile.TemporaryDirectory() as tmp:
+    dp, pr = fk.load_protos(tmp)
+    sock = os.path.join(tmp, "podres.sock")
+    podres = fk.PodResources(pr, sock)
+    podres.response = pr.ListPodResourcesResponse(pod_resources=[pr.PodResources(
+        name="llm", namespace="models", containers=[pr.ContainerResources(name="server", devices=[
+            pr.ContainerDevices(resource_name="gpuslice.io/gpu-memory",
+                                device_ids=["gpu0-mem-0003", "gpu0-mem-0004"])])])])
+    podres.start()
+    with open(os.path.join(root, sid, "alloc"), "w") as f:
+        f.write("# test\ngpu 0\ndevice gpuslice.io/gpu-memory gpu0-mem-0003\n"
+                "device gpuslice.io/gpu-memory gpu0-mem-0004\n")
+    j = subprocess.run([GS, "monitor", "--json", "--state-root", root, "--pod-resources-socket", sock],
+                       capture_output=True, text=True)
+    got = json.loads(j.stdout)["slices"][0] if j.returncode == 0 else {}
+    ok(got.get("pod") == "llm" and got.get("namespace") == "models" and got.get("container") == "server",
+       "the slice is joined to the Pod and container the kubelet gave its devices to", (got, j.stderr))
+    t2 = subprocess.run([GS, "monitor", "--once", "--state-root", root, "--pod-resources-socket", sock],
+                        capture_output=True, text=True)
+    ok("models/llm/server" in t2.stdout, "the terminal view names namespace/pod/container", t2.stdout)
+    podres.stop()
+    gone = subprocess.run([GS, "monitor", "--json", "--state-root", root, "--pod-resources-socket", sock],
+                          capture_output=True, text=True)
+    ok(gone.returncode == 0 and json.loads(gone.stdout)["slices"][0]["pod"] == "",
+       "an unreachable kubelet leaves Pods blank, with a warning, and still lists the slices", gone.stderr)
 subprocess.run(["rm", "-rf", root])
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
