@@ -23,6 +23,7 @@
 #include "common/quantity.h"
 #include "common/slice.h"
 #include "agent/plugin.h"
+#include "monitor/dashboard.h"
 #include "agent/rpc.h"
 #include "proto/podresources_v1.pb-c.h"
 
@@ -373,6 +374,9 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         body = strdup("state root not readable; see the monitor's log\n");
     } else if (!strcmp(url, "/metrics")) {
         body = build_metrics(rows, n);
+    } else if (!strcmp(url, "/")) {
+        body = strdup(gs_dashboard_html);
+        type = "text/html; charset=utf-8";
     } else if (!strcmp(url, "/api/slices")) {
         body = build_json(rows, n, srv->root);
         type = "application/json";
@@ -436,7 +440,7 @@ static int serve(const char *listen_on, const char *root, const char *podres)
         return 1;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    fprintf(stderr, "gpuslice monitor: serving /metrics and /api/slices on http://%s:%u\n", host,
+    fprintf(stderr, "gpuslice monitor: serving /, /metrics and /api/slices on http://%s:%u\n", host,
             info ? (unsigned)info->port : (unsigned)port);
     struct sigaction act = {0};
     act.sa_handler = on_signal;
@@ -485,7 +489,8 @@ int gs_cmd_monitor(int argc, char **argv)
             printf("usage: gpuslice monitor [--state-root DIR] [--once] [--interval S] [--json]\n"
                    "                        [--listen HOST:PORT] [--pod-resources-socket PATH]\n"
                    "Shows each slice on this node: its limits and what its processes use.\n"
-                   "--listen serves Prometheus /metrics and JSON /api/slices instead.\n"
+                   "--listen serves a dashboard at /, Prometheus /metrics and JSON /api/slices "
+                   "instead.\n"
                    "Pods come from the kubelet's PodResources socket (\"\" = do not ask).\n");
             return 0;
         default: return 2;

@@ -73,6 +73,10 @@ if mport:
        "every metric has HELP/TYPE; counters end in _total", types)
     api = json.loads(urllib.request.urlopen(base + "/api/slices", timeout=5).read())
     ok(api["slices"] and api["slices"][0]["id"] == sid, "/api/slices serves the JSON view", api)
+    page = urllib.request.urlopen(base + "/", timeout=5)
+    html = page.read().decode()
+    ok(page.headers.get("Content-Type", "").startswith("text/html") and "/api/slices" in html and
+       "CPU fallback" in html, "/ serves the dashboard page, which polls /api/slices", html[:200])
     try:
         urllib.request.urlopen(base + "/nope", timeout=5)
         code = 200
