@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "agent/gs_nvml.h"
+#include "common/gs_nvml.h"
 #include "common/log.h"
 
 struct gs_nvml {

@@ -7,17 +7,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "common/gs_nvml.h"
 #include "interposer/interposer.h"
-
-typedef struct gs_nvml_device *nvmlDevice_t;
-typedef int nvmlReturn_t;
-typedef struct {
-    unsigned long long total, free, used;
-} nvmlMemory_t;
-typedef struct {
-    unsigned int version;
-    unsigned long long total, reserved, free, used;
-} nvmlMemory_v2_t;
 
 GS_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem);
 GS_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *mem);
@@ -55,9 +46,9 @@ GS_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem)
     gs_ensure_init();
     pthread_once(&once, resolve);
     if (!real_v1)
-        return 13; /* NVML_ERROR_FUNCTION_NOT_FOUND */
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
     nvmlReturn_t rc = real_v1(dev, mem);
-    if (rc == 0 && mem)
+    if (rc == NVML_SUCCESS && mem)
         slice_view(&mem->total, &mem->free, &mem->used);
     return rc;
 }
@@ -67,9 +58,9 @@ GS_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t
     gs_ensure_init();
     pthread_once(&once, resolve);
     if (!real_v2)
-        return 13;
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
     nvmlReturn_t rc = real_v2(dev, mem);
-    if (rc == 0 && mem && gs_g.enforce && gs_g.cap != UINT64_MAX) {
+    if (rc == NVML_SUCCESS && mem && gs_g.enforce && gs_g.cap != UINT64_MAX) {
         slice_view(&mem->total, &mem->free, &mem->used);
         mem->reserved = 0; /* the driver's reserve lies outside the slice */
     }
