@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "quantity.h"
 
 static const struct gs_cfg_entry *find(const struct gs_cfg_entry *tab, size_t n, const char *name)
@@ -193,45 +194,17 @@ int gs_config_parse_text(const struct gs_cfg_entry *tab, size_t n, void *obj, co
 int gs_config_load_file(const struct gs_cfg_entry *tab, size_t n, void *obj, const char *path,
                         gs_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return gs_error_set(err, errno == ENOENT ? GS_ENOENT : GS_EIO, "cannot open %s: %s", path,
-                            strerror(errno));
-    enum { MAX = 64 * 1024 };
-    char *buf = malloc(MAX + 1);
-    if (!buf) {
-        close(fd);
-        return gs_error_set(err, GS_ENOMEM, "out of memory reading %s", path);
-    }
-    size_t len = 0;
-    for (;;) {
-        ssize_t r = read(fd, buf + len, MAX + 1 - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return gs_error_set(err, GS_EIO, "cannot read %s: %s", path, strerror(e));
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-        if (len > MAX) {
-            free(buf);
-            close(fd);
-            return gs_error_set(err, GS_ERANGE, "%s is larger than 64 KiB; is it the right file?",
-                                path);
-        }
-    }
-    close(fd);
-    buf[len] = '\0';
+    char *buf;
+    size_t len;
+    int rc = gs_file_read(path, 64 * 1024, &buf, &len, err);
+    if (rc < 0)
+        return rc;
     if (memchr(buf, '\0', len)) {
         free(buf);
         return gs_error_set(err, GS_EINVAL, "%s contains a NUL byte; it is not a text config file",
                             path);
     }
-    int rc = gs_config_parse_text(tab, n, obj, buf, path, err);
+    rc = gs_config_parse_text(tab, n, obj, buf, path, err);
     free(buf);
     return rc;
 }

@@ -60,7 +60,7 @@ static void scan_spec(const struct gs_doctor *d, const char *path, const char *s
     size_t len = 0;
     gs_error err = {0};
     cJSON *spec = NULL;
-    if (gs_doctor_read_file(path, 8u << 20, &text, &len, &err) == 0) {
+    if (gs_file_read(path, 8u << 20, &text, &len, &err) == 0) {
         if (has_suffix(path, ".json")) {
             spec = cJSON_ParseWithLength(text, len);
             if (!spec)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/file.h"
 
 enum gs_sev { GS_SEV_OK = 0, GS_SEV_INFO = 1, GS_SEV_WARN = 2, GS_SEV_ERROR = 3 };
 
@@ -68,8 +69,6 @@ int gs_doctor_needs_runtimeclass(const struct gs_doctor *d);
 
 /* root + abs ("/etc/x" -> "<root>/etc/x"); returns 0 or GS_ERANGE when it does not fit. */
 int gs_doctor_path(const struct gs_doctor *d, const char *abs, char *buf, size_t len);
-/* Reads a whole file (at most max bytes, NUL-terminated); GS_ENOENT when missing. */
-int gs_doctor_read_file(const char *path, size_t max, char **out, size_t *len, gs_error *err);
 /* 1 when root + abs exists (any type, links followed), else 0. */
 int gs_doctor_exists(const struct gs_doctor *d, const char *abs);
 

@@ -63,7 +63,7 @@ char *gs_kube_base64(const char *in, size_t *outlen)
 
 static int read_blob(const char *path, struct gs_kube_blob *b, const char *what, gs_error *err)
 {
-    int rc = gs_doctor_read_file(path, 1u << 20, &b->data, &b->len, err);
+    int rc = gs_file_read(path, 1u << 20, &b->data, &b->len, err);
     if (rc < 0)
         return gs_error_wrap(err, "reading the %s", what);
     return 0;
@@ -110,7 +110,7 @@ static int load_kubeconfig(struct gs_kube *k, const char *file, gs_error *err)
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = gs_doctor_read_file(file, 4u << 20, &text, &len, err);
+    int rc = gs_file_read(file, 4u << 20, &text, &len, err);
     if (rc < 0)
         return rc == GS_ENOENT ? gs_error_set(err, GS_EINVAL, "kubeconfig %s does not exist", file)
                                : rc;

@@ -22,7 +22,7 @@ static char *read_small(const struct gs_doctor *d, const char *abs, size_t *len)
     char *buf = NULL;
     if (gs_doctor_path(d, abs, p, sizeof p) != 0)
         return NULL;
-    if (gs_doctor_read_file(p, 1 << 20, &buf, len, NULL) != 0)
+    if (gs_file_read(p, 1 << 20, &buf, len, NULL) != 0)
         return NULL;
     return buf;
 }

@@ -50,7 +50,7 @@ static int load_file(struct gs_doctor *d, struct cfgset *s, const char *abs, int
         return 0;
     if (gs_doctor_path(d, abs, p, sizeof p) != 0)
         return GS_ENOENT;
-    int rc = gs_doctor_read_file(p, 4u << 20, &text, &len, &err);
+    int rc = gs_file_read(p, 4u << 20, &text, &len, &err);
     if (rc == GS_ENOENT)
         return rc;
     struct gs_toml *t = NULL;
@@ -221,7 +221,7 @@ static int stray_nvidia(struct gs_doctor *d, const struct cfgset *used, char *wh
                 continue;
             char *text = NULL;
             size_t tl = 0;
-            if (gs_doctor_read_file(g.gl_pathv[k], 1u << 20, &text, &tl, NULL) != 0)
+            if (gs_file_read(g.gl_pathv[k], 1u << 20, &text, &tl, NULL) != 0)
                 continue;
             if (strstr(text, "runtimes.nvidia") || strstr(text, "runtimes.\"nvidia\"") ||
                 strstr(text, "runtimes.'nvidia'") || strstr(text, "nvidia-container-runtime")) {
