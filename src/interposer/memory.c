@@ -188,11 +188,10 @@ struct alloc_args {
     size_t bytes;
     unsigned flags;
     CUstream stream;
-    CUmemoryPool pool;
     int which;
 };
 
-enum { A_PLAIN, A_MANAGED, A_ASYNC, A_ASYNC_PTSZ, A_POOL, A_POOL_PTSZ };
+enum { A_PLAIN, A_MANAGED, A_ASYNC, A_ASYNC_PTSZ };
 
 static CUresult do_alloc(void *p)
 {
@@ -202,9 +201,6 @@ static CUresult do_alloc(void *p)
     case A_MANAGED: return CALL_REAL(cuMemAllocManaged, (a->dptr, a->bytes, a->flags));
     case A_ASYNC: return CALL_REAL(cuMemAllocAsync, (a->dptr, a->bytes, a->stream));
     case A_ASYNC_PTSZ: return CALL_REAL(cuMemAllocAsync_ptsz, (a->dptr, a->bytes, a->stream));
-    case A_POOL: return CALL_REAL(cuMemAllocFromPoolAsync, (a->dptr, a->bytes, a->pool, a->stream));
-    case A_POOL_PTSZ:
-        return CALL_REAL(cuMemAllocFromPoolAsync_ptsz, (a->dptr, a->bytes, a->pool, a->stream));
     }
     return CUDA_ERROR_INVALID_VALUE;
 }
@@ -312,8 +308,9 @@ uint64_t gs_mem_pools_refresh(void)
     return released;
 }
 
-/* Would bytes fit now? Reaps dead processes and re-reads pools before saying no. */
-static int fits(uint64_t bytes, const char *what)
+/* Would bytes (of a request of `asked`) fit now? Reaps dead processes and
+ * re-reads pools before saying no; a no is counted and logged like any refusal. */
+static int fits(uint64_t bytes, uint64_t asked, const char *what)
 {
     if (gs_slot() < 0)
         return 0;
@@ -323,10 +320,8 @@ static int fits(uint64_t bytes, const char *what)
     (void)gs_mem_pools_refresh();
     if (gs_ledger_used(gs_g.ledger) + bytes <= gs_g.cap)
         return 1;
-    /* Counted and logged like any refusal. */
-    int s = gs_slot();
-    atomic_fetch_add(&gs_g.ledger->slots[s].ooms, 1);
-    (void)what;
+    atomic_fetch_add(&gs_g.ledger->slots[gs_slot()].ooms, 1);
+    log_oom_once(asked, what);
     return 0;
 }
 
@@ -387,10 +382,8 @@ static CUmemoryPool current_pool(void)
                 .dptr = dptr, .bytes = bytesize, .stream = hStream, .which = which_};      \
             return charged_alloc(do_alloc, &a, dptr, bytesize, #name);                     \
         }                                                                                  \
-        if (!fits(pool_need(pool, charge_size(bytesize)), #name)) {                        \
-            log_oom_once(bytesize, #name);                                                 \
+        if (!fits(pool_need(pool, charge_size(bytesize)), bytesize, #name))                \
             return CUDA_ERROR_OUT_OF_MEMORY;                                               \
-        }                                                                                  \
         return pool_alloc(CALL_REAL(name, (dptr, bytesize, hStream)), pool, dptr, hStream, \
                           gs_g.real.free_, #name);                                         \
     }
@@ -402,10 +395,8 @@ ASYNC_ALLOC(cuMemAllocAsync_ptsz, A_ASYNC_PTSZ, cuMemFreeAsync_ptsz)
     {                                                                                             \
         if (!ENFORCING() || !pool)                                                                \
             return CALL_REAL(name, (dptr, bytesize, pool, hStream));                              \
-        if (!fits(pool_need(pool, charge_size(bytesize)), #name)) {                               \
-            log_oom_once(bytesize, #name);                                                        \
+        if (!fits(pool_need(pool, charge_size(bytesize)), bytesize, #name))                       \
             return CUDA_ERROR_OUT_OF_MEMORY;                                                      \
-        }                                                                                         \
         return pool_alloc(CALL_REAL(name, (dptr, bytesize, pool, hStream)), pool, dptr, hStream,  \
                           gs_g.real.free_, #name);                                                \
     }
