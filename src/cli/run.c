@@ -397,8 +397,9 @@ int gs_cmd_run(int argc, char **argv)
     while (waitpid(child_pid, &status, 0) < 0 && errno == EINTR)
         ;
 
-    struct gs_ledger *l;
-    if (gs_ledger_open(paths.ledger, 0, &l, &err) == 0) {
+    static struct gs_ledger copy; /* 16 KiB: not on the stack */
+    struct gs_ledger *l = &copy;
+    if (gs_ledger_snapshot(paths.ledger, l, &err) == 0) {
         uint64_t peak = 0, ooms = 0, allocs = 0, launches = 0;
         int procs = 0;
         for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
@@ -420,7 +421,6 @@ int gs_cmd_run(int argc, char **argv)
                 procs, peak_s, (unsigned long long)allocs, (unsigned long long)ooms,
                 (unsigned long long)launches,
                 procs == 0 ? " (the command never used CUDA: CPU fallback?)" : "");
-        gs_ledger_close(l);
     }
     if (!keep)
         gs_slice_remove(root, id, NULL);

@@ -58,9 +58,24 @@ int gs_ledger_create(const char *path, gs_error *err)
     return GS_OK;
 }
 
-int gs_ledger_open(const char *path, int writable, struct gs_ledger **out, gs_error *err)
+int gs_ledger_header_ok(const struct gs_ledger *l)
 {
-    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    return memcmp(l->magic, GS_LEDGER_MAGIC_TEXT, 8) == 0 && l->version == GS_LEDGER_VERSION &&
+           l->size == sizeof *l && l->nslots == GS_LEDGER_SLOTS;
+}
+
+static int header_error(const char *path, const struct gs_ledger *l, gs_error *err)
+{
+    return gs_error_set(err, GS_EPROTO,
+                        "ledger %s has a wrong magic, version or size (version %u, want %u): "
+                        "recreate the slice with this gpuslice version",
+                        path, l->version, GS_LEDGER_VERSION);
+}
+
+/* Opens path and checks it has the size of a ledger; returns the fd. */
+static int open_sized(const char *path, int flags, gs_error *err)
+{
+    int fd = open(path, flags | O_CLOEXEC);
     if (fd < 0)
         return gs_error_set(err, errno == ENOENT ? GS_ENOENT : GS_EIO, "cannot open ledger %s: %s",
                             path, strerror(errno));
@@ -72,23 +87,39 @@ int gs_ledger_open(const char *path, int writable, struct gs_ledger **out, gs_er
                             "version? recreate the slice",
                             path, (long long)st.st_size, sizeof(struct gs_ledger));
     }
+    return fd;
+}
+
+int gs_ledger_open(const char *path, int writable, struct gs_ledger **out, gs_error *err)
+{
+    int fd = open_sized(path, writable ? O_RDWR : O_RDONLY, err);
+    if (fd < 0)
+        return fd;
     void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | (writable ? PROT_WRITE : 0),
                    MAP_SHARED, fd, 0);
     close(fd);
     if (m == MAP_FAILED)
         return gs_error_set(err, GS_EIO, "cannot map ledger %s: %s", path, strerror(errno));
     struct gs_ledger *l = m;
-    if (memcmp(l->magic, GS_LEDGER_MAGIC_TEXT, 8) != 0 || l->version != GS_LEDGER_VERSION ||
-        l->size != sizeof *l || l->nslots != GS_LEDGER_SLOTS) {
-        uint32_t version = l->version;
+    if (!gs_ledger_header_ok(l)) {
+        int rc = header_error(path, l, err);
         munmap(m, sizeof *l);
-        return gs_error_set(err, GS_EPROTO,
-                            "ledger %s has a wrong magic, version or size (version %u, want %u): "
-                            "recreate the slice with this gpuslice version",
-                            path, version, GS_LEDGER_VERSION);
+        return rc;
     }
     *out = l;
     return GS_OK;
+}
+
+int gs_ledger_snapshot(const char *path, struct gs_ledger *copy, gs_error *err)
+{
+    int fd = open_sized(path, O_RDONLY, err);
+    if (fd < 0)
+        return fd;
+    ssize_t r = pread(fd, copy, sizeof *copy, 0);
+    close(fd);
+    if (r != (ssize_t)sizeof *copy)
+        return gs_error_set(err, GS_EIO, "cannot read ledger %s (it shrank while read?)", path);
+    return gs_ledger_header_ok(copy) ? GS_OK : header_error(path, copy, err);
 }
 
 void gs_ledger_close(struct gs_ledger *l)

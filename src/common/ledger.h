@@ -70,6 +70,13 @@ int gs_ledger_create(const char *path, gs_error *err);
 /* Maps an existing ledger and checks magic, version and size. */
 int gs_ledger_open(const char *path, int writable, struct gs_ledger **out, gs_error *err);
 void gs_ledger_close(struct gs_ledger *l);
+/* Reads a copy of the ledger at path, checked like gs_ledger_open. For
+ * observers (monitor, doctor, `gpuslice run`'s summary, other tenants):
+ * the file belongs to a tenant, who may truncate it, and a mapping of a
+ * truncated file faults (SIGBUS) on access; a copy cannot. */
+int gs_ledger_snapshot(const char *path, struct gs_ledger *copy, gs_error *err);
+/* Magic, version, size and slot count are this build's. */
+int gs_ledger_header_ok(const struct gs_ledger *l);
 
 /* Claims a slot for (pid, starttime); returns its index or a negative code when full. */
 int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime);

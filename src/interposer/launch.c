@@ -152,9 +152,7 @@ static int read_peer(int fd, struct gs_ledger *hdr)
     size_t want = offsetof(struct gs_ledger, slots);
     if (pread(fd, hdr, want, 0) != (ssize_t)want)
         return -1;
-    return memcmp(hdr->magic, GS_LEDGER_MAGIC_TEXT, 8) == 0 && hdr->version == GS_LEDGER_VERSION
-               ? 0
-               : -1;
+    return gs_ledger_header_ok(hdr) ? 0 : -1;
 }
 
 static void view(struct gs_cc_tenant *t, int *self)

@@ -1,7 +1,7 @@
 /* gpuslice monitor: what each slice on this node holds and really uses, from
  * the slices' own files (limits, ledger, and the agent's alloc record).
- * A terminal table, or JSON for scripts (--json). Read-only: it maps each
- * ledger read-only and never writes anything.
+ * A terminal table, or JSON for scripts (--json). Read-only: it reads a copy
+ * of each ledger (never a mapping a tenant could truncate under it).
  * Not yet here: the join with the kubelet's PodResources (which Pod holds
  * which slice by name), /metrics and the dashboard (DESIGN.md, "monitor"). */
 #define _GNU_SOURCE
@@ -90,9 +90,10 @@ static int collect(const char *root, struct row **out, int *n)
         memset(r, 0, sizeof *r);
         memcpy(r->id, e->d_name, strlen(e->d_name) + 1); /* valid ids are <= GS_SLICE_ID_MAX */
         if (gs_limits_load(p.limits, &r->lim, NULL) < 0)
-            continue; /* not a slice (or being written) */
-        struct gs_ledger *l;
-        if (gs_ledger_open(p.ledger, 0, &l, NULL) == 0) {
+            continue;                 /* not a slice (or being written) */
+        static struct gs_ledger copy; /* 16 KiB: not on the stack */
+        struct gs_ledger *l = &copy;
+        if (gs_ledger_snapshot(p.ledger, l, NULL) == 0) {
             r->have_ledger = 1;
             r->used = gs_ledger_used(l);
             /* Owners that look alive from this pid namespace (a container's
@@ -111,7 +112,6 @@ static int collect(const char *root, struct row **out, int *n)
                 r->ooms += atomic_load(&s->ooms);
                 r->launches += atomic_load(&s->launches);
             }
-            gs_ledger_close(l);
         }
         read_alloc(p.dir, r);
         (*n)++;
