@@ -148,5 +148,58 @@ if args.part in ("latency", "all"):
         subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
     res["latency"] = lat
 
+if args.part in ("mps", "all"):
+    # What MPS underneath can give: A (ResNet-50, 2 ms think) next to the hog, MPS on,
+    # with per-client settings (active thread %, client priority 0 normal / 1 below
+    # normal) and with gpuslice's critical class on top.
+    probe = {}
+    d = tempfile.mkdtemp(prefix="gs-mps-")
+    env = {"CUDA_MPS_PIPE_DIRECTORY": d + "/pipe", "CUDA_MPS_LOG_DIRECTORY": d + "/log"}
+    os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
+    os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
+    e = dict(os.environ, **env)
+    n = 600
+
+    def infer_m(gs=None, envx=None, think=2.0):
+        return ("infer", gs, ["--requests", str(n), "--think-ms", str(think)], envx)
+
+    def hog_m(gs=None, envx=None):
+        return ("hog", gs, ["--secs", "10", "--warm", "0", "--size", "4096"], envx)
+
+    solo_b = together([("hog", None, ["--secs", "5", "--size", "4096"], None)])[0]["matmuls_per_s"]
+    probe["solo_hog_matmuls_per_s"] = solo_b
+    probe["alone_no_mps"] = together([infer_m()])[0]
+    probe["alone_no_mps_think0"] = together([infer_m(think=0.0)])[0]
+    try:
+        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
+        probe["alone_mps"] = together([infer_m(envx=env)])[0]
+        probe["solo_hog_mps"] = together([("hog", None, ["--secs", "5", "--size", "4096"], env)])[0]["matmuls_per_s"]
+        variants = (
+            ("mps_plain", None, None, {}),
+            ("mps_b_prio1", None, None, {"CUDA_MPS_CLIENT_PRIORITY": "1"}),
+            ("mps_b_prio1_t50", None, None, {"CUDA_MPS_CLIENT_PRIORITY": "1", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50"}),
+            ("mps_b_prio1_t25", None, None, {"CUDA_MPS_CLIENT_PRIORITY": "1", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25"}),
+            ("mps_b_prio1_bound", ["--critical"], ["--compute", "100", "--yield", "bound"], {"CUDA_MPS_CLIENT_PRIORITY": "1"}),
+            ("mps_b_prio1_gate", ["--critical"], ["--compute", "100"], {"CUDA_MPS_CLIENT_PRIORITY": "1"}),
+        )
+        for think in (2.0, 0.0):
+            for name, a_gs, b_gs, benv in variants:
+                if think == 0.0 and name in ("mps_b_prio1_t25", "mps_b_prio1_gate"):
+                    continue
+                ra, rb = together([infer_m(a_gs, env, think), hog_m(b_gs, dict(env, **benv))])
+                rb_rate = rate_during(rb, ra)
+                rb.pop("stamps", None)
+                key = f"{name}_think{think}"
+                ref = probe["alone_no_mps" if think else "alone_no_mps_think0"]
+                probe[key] = {"A": ra, "B": rb, "p99_ratio": ra.get("p99_ms", 0) / ref["p99_ms"],
+                              "p50_ratio": ra.get("p50_ms", 0) / ref["p50_ms"],
+                              "B_fraction": rb_rate / solo_b}
+                print("mps-probe", key, probe[key]["p99_ratio"], probe[key]["B_fraction"], ra.get("busy_fraction"), flush=True)
+    except Exception as ex:
+        probe["error"] = str(ex)
+    finally:
+        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
+    res["mps_probe"] = probe
+
 json.dump(res, open(args.out, "w"), indent=1)
 print(json.dumps(res)[:3000])

@@ -19,6 +19,9 @@ ap.add_argument("--bin", required=True)
 ap.add_argument("--gpuslice", required=True)
 ap.add_argument("--reps", type=int, default=12)
 ap.add_argument("--out")
+ap.add_argument("--inproc", help="bench/overhead_inproc.cu built: real vs hooked entry points "
+                "interleaved inside each process (removes process-to-process noise)")
+ap.add_argument("--inproc-reps", type=int, default=9)
 ap.add_argument("--cpu", default="2", help="pin every process to this CPU (taskset); '' = no pinning. "
                 "Unpinned, launch cost was bimodal (3.5 or 4.3 us) with the core a process landed on")
 args = ap.parse_args()
@@ -64,6 +67,23 @@ for k in ("gpuslice", "passthrough", "gpuslice_run"):
     s["alloc_pair_ratio"] = s["alloc_pair_us"] / n["alloc_pair_us"]
     s["startup_delta_ms"] = s["startup_ms"] - n["startup_ms"]
 res = {"reps": args.reps, "summary": summary, "runs": runs}
+if args.inproc:
+    # Same enforcing slice as "gpuslice"; each process compares libcuda's own
+    # entry points with the interposer's, interleaved, and reports its medians.
+    inproc = []
+    for _ in range(args.inproc_reps):
+        make_slice(state, 100 << 30)
+        full = (["taskset", "-c", args.cpu] if args.cpu else []) + variants["gpuslice"][:-1] + [args.inproc]
+        out = subprocess.run(full, capture_output=True, text=True)
+        line = [l for l in out.stdout.splitlines() if l.startswith("{")]
+        if not line:
+            raise SystemExit(f"inproc failed: {out.stderr[-500:]}")
+        inproc.append(json.loads(line[-1]))
+    summary["inproc"] = {m: statistics.median(r[m] for r in inproc)
+                         for m in ("launch_real_us", "launch_hooked_us", "launch_delta_us",
+                                   "alloc_pair_real_us", "alloc_pair_hooked_us", "alloc_pair_ratio")}
+    summary["inproc"]["all_interposed"] = all(r["interposed"] for r in inproc)
+    res["inproc_runs"] = inproc
 print(json.dumps(summary, indent=1))
 if args.out:
     json.dump(res, open(args.out, "w"), indent=1)
