@@ -21,6 +21,9 @@ ap.add_argument("--gpuslice", required=True)
 ap.add_argument("--out", required=True)
 ap.add_argument("--part", default="all")
 ap.add_argument("--secs", type=float, default=6.0)
+ap.add_argument("--requests", type=int, default=1000, help="curve: A's requests per run")
+ap.add_argument("--thinks", default="0,2,10", help="curve: A's think times, ms")
+ap.add_argument("--mps-threads", default="100,75,60", help="curve: B's MPS thread percentages")
 args = ap.parse_args()
 HERE = os.path.dirname(os.path.abspath(__file__))
 TENANT = os.path.join(HERE, "compute_tenant.py")
@@ -200,6 +203,54 @@ if args.part in ("mps", "all"):
     finally:
         subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
     res["mps_probe"] = probe
+
+if args.part in ("curve",):
+    # A's p99 against B's throughput over A's load: plain time-slicing, and gpuslice
+    # with MPS underneath (--sharing mps: A critical at normal MPS priority, B
+    # best-effort below normal, bounded to one kernel in flight while A is busy, and
+    # at several MPS thread percentages).
+    curve = {"requests": args.requests}
+    d = tempfile.mkdtemp(prefix="gs-mps-")
+    env = {"CUDA_MPS_PIPE_DIRECTORY": d + "/pipe", "CUDA_MPS_LOG_DIRECTORY": d + "/log"}
+    os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
+    os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
+    e = dict(os.environ, **env)
+    thinks = [float(t) for t in args.thinks.split(",")]
+    hog_secs = {t: 3 + args.requests * (t + 5) / 1000.0 for t in thinks}
+
+    def inf(gs, think, envx=None):
+        return ("infer", gs, ["--requests", str(args.requests), "--think-ms", str(think)], envx)
+
+    def hg(gs, think, envx=None):
+        return ("hog", gs, ["--secs", str(hog_secs[think]), "--warm", "0", "--size", "4096"], envx)
+
+    def pair(key, a, b, ref):
+        ra, rb = together([a, b])
+        rate = rate_during(rb, ra)
+        rb.pop("stamps", None)
+        curve[key] = {"A": ra, "B": rb, "p99_ratio": ra.get("p99_ms", 0) / ref["p99_ms"],
+                      "p50_ratio": ra.get("p50_ms", 0) / ref["p50_ms"], "B_fraction": rate / curve["solo_hog"],
+                      "A_busy": ra.get("busy_fraction")}
+        print("curve", key, round(curve[key]["p99_ratio"], 3), round(curve[key]["B_fraction"], 3),
+              "A busy", ra.get("busy_fraction"), flush=True)
+
+    curve["solo_hog"] = together([("hog", None, ["--secs", "5", "--size", "4096"], None)])[0]["matmuls_per_s"]
+    for t in thinks:
+        curve[f"alone_think{t}"] = together([inf(None, t)])[0]
+        print("curve alone", t, curve[f"alone_think{t}"].get("p99_ms"), flush=True)
+        pair(f"time_slicing_think{t}", inf(None, t), hg(None, t), curve[f"alone_think{t}"])
+    try:
+        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
+        for t in thinks:
+            for thr in [x for x in args.mps_threads.split(",") if x]:
+                bgs = ["--compute", "100", "--sharing", "mps"] + (["--mps-threads", thr] if thr != "100" else [])
+                pair(f"gpuslice_mps_t{thr}_think{t}", inf(["--critical", "--sharing", "mps"], t, env),
+                     hg(bgs, t, env), curve[f"alone_think{t}"])
+    except Exception as ex:
+        curve["error"] = str(ex)
+    finally:
+        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
+    res["curve"] = curve
 
 json.dump(res, open(args.out, "w"), indent=1)
 print(json.dumps(res)[:3000])

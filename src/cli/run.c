@@ -33,7 +33,12 @@ static void run_usage(FILE *out)
             "  --hard-cap      never exceed --compute, even when the GPU is idle\n"
             "  --critical      latency-critical class: best-effort tenants yield to it\n"
             "  --yield MODE    as a best-effort tenant next to a busy critical one: gate (stop\n"
-            "                  launching, the default) or bound (keep one kernel in flight)\n"
+            "                  launching) or bound (keep one kernel in flight); default: gate\n"
+            "                  with --sharing timeslice, bound with --sharing mps\n"
+            "  --sharing S     timeslice (contexts take turns, the default) or mps (run side by\n"
+            "                  side as clients of a running NVIDIA MPS daemon; critical tenants\n"
+            "                  get normal client priority, best-effort ones below normal)\n"
+            "  --mps-threads P with --sharing mps: MPS active thread percentage (1-100)\n"
             "  --simulated     use the simulated GPU (no NVIDIA driver needed; clearly labelled)\n"
             "  --state-root D  where the slice's state lives (default: $XDG_RUNTIME_DIR/gpuslice,\n"
             "                  /run/gpuslice-run as root, else /tmp/gpuslice-<uid>)\n"
@@ -200,15 +205,16 @@ static void prepend_env(const char *name, const char *value, char sep)
 int gs_cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"memory", required_argument, 0, 'm'}, {"compute", required_argument, 0, 'c'},
-        {"hard-cap", no_argument, 0, 'H'},     {"critical", no_argument, 0, 'C'},
-        {"simulated", no_argument, 0, 'S'},    {"state-root", required_argument, 0, 'r'},
-        {"keep-state", no_argument, 0, 'k'},   {"yield", required_argument, 0, 'y'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+        {"memory", required_argument, 0, 'm'},  {"compute", required_argument, 0, 'c'},
+        {"hard-cap", no_argument, 0, 'H'},      {"critical", no_argument, 0, 'C'},
+        {"simulated", no_argument, 0, 'S'},     {"state-root", required_argument, 0, 'r'},
+        {"keep-state", no_argument, 0, 'k'},    {"yield", required_argument, 0, 'y'},
+        {"sharing", required_argument, 0, 's'}, {"mps-threads", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
     };
     struct gs_limits lim;
     gs_limits_defaults(&lim);
-    int simulated = 0, keep = 0, have_mem = 0, have_cpu = 0;
+    int simulated = 0, keep = 0, have_mem = 0, have_cpu = 0, have_yield = 0;
     char root[PATH_MAX] = "";
     gs_error err = {0};
     int c;
@@ -244,7 +250,27 @@ int gs_cmd_run(int argc, char **argv)
                 fprintf(stderr, "gpuslice run: --yield '%s' is not gate or bound\n", optarg);
                 return 2;
             }
+            have_yield = 1;
             break;
+        case 's':
+            if (!strcmp(optarg, "timeslice"))
+                lim.sharing = GS_SHARING_TIMESLICE;
+            else if (!strcmp(optarg, "mps"))
+                lim.sharing = GS_SHARING_MPS;
+            else {
+                fprintf(stderr, "gpuslice run: --sharing '%s' is not timeslice or mps\n", optarg);
+                return 2;
+            }
+            break;
+        case 't': {
+            unsigned p;
+            if (gs_quantity_parse_percent(optarg, &p, &err) < 0) {
+                fprintf(stderr, "gpuslice run: --mps-threads: %s\n", err.msg);
+                return 2;
+            }
+            lim.mps_threads = p;
+            break;
+        }
         case 'S': simulated = 1; break;
         case 'r': snprintf(root, sizeof root, "%s", optarg); break;
         case 'k': keep = 1; break;
@@ -261,6 +287,12 @@ int gs_cmd_run(int argc, char **argv)
         fprintf(stderr, "gpuslice run: give --memory and/or --compute: a slice needs a limit\n");
         return 2;
     }
+    if (lim.mps_threads && lim.sharing != GS_SHARING_MPS) {
+        fprintf(stderr, "gpuslice run: --mps-threads needs --sharing mps\n");
+        return 2;
+    }
+    if (lim.sharing == GS_SHARING_MPS && !have_yield)
+        lim.yield = GS_YIELD_BOUND; /* side by side, a gated best-effort tenant would starve */
     if (lim.compute_mode == GS_COMPUTE_CAP && !have_cpu) {
         fprintf(stderr, "gpuslice run: --hard-cap needs --compute N\n");
         return 2;
@@ -315,6 +347,8 @@ int gs_cmd_run(int argc, char **argv)
      * hard compute cap (an agent setting in a cluster). */
     lim.compute_mode = want.compute_mode;
     lim.yield = want.yield;
+    lim.sharing = want.sharing;
+    lim.mps_threads = want.mps_threads;
     lim.simulated = simulated;
     if (!have_mem)
         lim.memory = 0;
@@ -364,6 +398,22 @@ int gs_cmd_run(int argc, char **argv)
                     ? "hard cap (never above)"
                     : "share (guaranteed under contention, uses idle time)",
                 lim.priority == GS_PRIO_CRITICAL ? ", latency-critical" : "");
+    if (lim.sharing == GS_SHARING_MPS) {
+        char pipe[PATH_MAX];
+        const char *pd = getenv("CUDA_MPS_PIPE_DIRECTORY");
+        snprintf(pipe, sizeof pipe, "%s/control", pd && *pd ? pd : "/tmp/nvidia-mps");
+        char thr[32] = "all threads";
+        if (lim.mps_threads)
+            snprintf(thr, sizeof thr, "%u%% of the threads", (unsigned)lim.mps_threads);
+        fprintf(stderr, "  sharing: MPS client, %s priority, %s\n",
+                lim.priority == GS_PRIO_CRITICAL ? "normal" : "below-normal", thr);
+        if (access(pipe, F_OK) != 0)
+            fprintf(
+                stderr,
+                "  warning: no MPS control daemon at %s: the command will time-slice.\n"
+                "           Start one (nvidia-cuda-mps-control -d, same CUDA_MPS_PIPE_DIRECTORY)\n",
+                pipe);
+    }
     fprintf(stderr, "  state  : %s\n", paths.dir);
     fflush(stderr);
 

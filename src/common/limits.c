@@ -23,6 +23,10 @@ const struct gs_cfg_entry gs_limits_table[] = {
      "scheduling class"},
     {"yield", GS_CFG_ENUM, F(yield), 0, 0, "gate", "gate|bound",
      "next to a busy critical tenant: gate = stop launching, bound = keep one kernel in flight"},
+    {"sharing", GS_CFG_ENUM, F(sharing), 0, 0, "timeslice", "timeslice|mps",
+     "timeslice: contexts take turns on the GPU; mps: they run side by side as MPS clients"},
+    {"mps_threads", GS_CFG_UINT, F(mps_threads), 0, 100, "0", NULL,
+     "MPS active thread percentage for this tenant (0 = not limited)"},
     {"context_reserve", GS_CFG_UINT, F(context_reserve), 0, UINT64_MAX, "0", NULL,
      "device memory reserved outside the slice for the CUDA context, bytes"},
     {"simulated", GS_CFG_BOOL, F(simulated), 0, 0, "false", NULL,
@@ -51,6 +55,7 @@ int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err)
     static const char *const modes[] = {"share", "cap"};
     static const char *const prios[] = {"best-effort", "critical"};
     static const char *const yields[] = {"gate", "bound"};
+    static const char *const sharings[] = {"timeslice", "mps"};
     char tmp[4096];
     int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     if (n < 0 || (size_t)n >= sizeof tmp)
@@ -69,9 +74,11 @@ int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err)
             "# gpuslice slice limits, written by the agent (or gpuslice run); read-only to the "
             "tenant.\n"
             "version = %d\nmemory = %llu\ncompute = %llu\ncompute_mode = %s\npriority = %s\n"
-            "yield = %s\ncontext_reserve = %llu\nsimulated = %s\ndevice = %s\nslice_id = %s\n",
+            "yield = %s\nsharing = %s\nmps_threads = %llu\ncontext_reserve = %llu\nsimulated = "
+            "%s\ndevice = %s\nslice_id = %s\n",
             GS_LIMITS_VERSION, (unsigned long long)l->memory, (unsigned long long)l->compute,
             modes[l->compute_mode & 1], prios[l->priority & 1], yields[l->yield & 1],
+            sharings[l->sharing & 1], (unsigned long long)l->mps_threads,
             (unsigned long long)l->context_reserve, l->simulated ? "true" : "false", l->device,
             l->slice_id);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0) {

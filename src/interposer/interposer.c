@@ -89,6 +89,39 @@ static int file_exists(const char *p)
     return access(p, F_OK) == 0;
 }
 
+/* MPS reads its per-client settings from the environment when CUDA starts. A
+ * tenant on an MPS node gets the ones its limits give: the critical class at
+ * normal client priority, best-effort tenants below normal and, where the
+ * limits say so, with fewer threads. Applied when the process starts and again
+ * when the interposer initialises (before the real driver does), so a value the
+ * Pod set is overwritten. */
+static void apply_sharing_env(const struct gs_limits *l)
+{
+    if (l->sharing != GS_SHARING_MPS)
+        return;
+    setenv("CUDA_MPS_CLIENT_PRIORITY", l->priority == GS_PRIO_CRITICAL ? "0" : "1", 1);
+    if (l->mps_threads > 0 && l->mps_threads <= 100) {
+        char pct[8];
+        snprintf(pct, sizeof pct, "%u", (unsigned)l->mps_threads);
+        setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct, 1);
+    }
+}
+
+__attribute__((constructor)) static void sharing_env_at_start(void)
+{
+    const char *env = getenv("GPUSLICE_STATE_DIR");
+    char limits[320];
+    if (file_exists(GS_LIMITS_CONTAINER_DIR "/" GS_LIMITS_FILE))
+        snprintf(limits, sizeof limits, "%s", GS_LIMITS_CONTAINER_DIR "/" GS_LIMITS_FILE);
+    else if (env && *env && strlen(env) < sizeof limits - sizeof "/" GS_LIMITS_FILE)
+        snprintf(limits, sizeof limits, "%s/" GS_LIMITS_FILE, env);
+    else
+        return;
+    struct gs_limits l;
+    if (gs_limits_load(limits, &l, NULL) == 0)
+        apply_sharing_env(&l);
+}
+
 static void load_limits(void)
 {
     char limits[320], ledger[320];
@@ -121,6 +154,7 @@ static void load_limits(void)
         gs_g.cap = 0;
     } else {
         gs_g.cap = gs_g.limits.memory ? gs_g.limits.memory : UINT64_MAX;
+        apply_sharing_env(&gs_g.limits);
     }
     if (gs_ledger_open(ledger, 1, &gs_g.ledger, &err) == 0) {
         gs_g.ledger_shared = 1;
