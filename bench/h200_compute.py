@@ -23,7 +23,8 @@ ap.add_argument("--part", default="all")
 ap.add_argument("--secs", type=float, default=6.0)
 ap.add_argument("--requests", type=int, default=1000, help="curve: A's requests per run")
 ap.add_argument("--thinks", default="0,2,10", help="curve: A's think times, ms")
-ap.add_argument("--mps-threads", default="100,75,60", help="curve: B's MPS thread percentages")
+ap.add_argument("--mps-threads", default="100,50", help="curve: B's MPS thread percentages under gpuslice")
+ap.add_argument("--mps-plain", type=int, default=50, help="curve: B's thread percentage under plain MPS")
 args = ap.parse_args()
 HERE = os.path.dirname(os.path.abspath(__file__))
 TENANT = os.path.join(HERE, "compute_tenant.py")
@@ -205,18 +206,25 @@ if args.part in ("mps", "all"):
     res["mps_probe"] = probe
 
 if args.part in ("curve",):
-    # A's p99 against B's throughput over A's load: plain time-slicing, and gpuslice
-    # with MPS underneath (--sharing mps: A critical at normal MPS priority, B
-    # best-effort below normal, bounded to one kernel in flight while A is busy, and
-    # at several MPS thread percentages).
+    # A's p99 against B's throughput over A's load, side by side: plain time-slicing,
+    # gpuslice on time-slicing (critical gates best-effort), gpuslice on MPS
+    # (--sharing mps: A critical at normal MPS client priority, B best-effort below
+    # normal and bounded to one kernel in flight while A is busy; all threads or a
+    # thread percentage), and plain MPS with B at a thread percentage.
+    # Saved after every pair, so a cut run keeps what it measured.
     curve = {"requests": args.requests}
+    res["curve"] = curve
+
+    def save():
+        json.dump(res, open(args.out, "w"), indent=1)
+
     d = tempfile.mkdtemp(prefix="gs-mps-")
     env = {"CUDA_MPS_PIPE_DIRECTORY": d + "/pipe", "CUDA_MPS_LOG_DIRECTORY": d + "/log"}
     os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
     os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
     e = dict(os.environ, **env)
     thinks = [float(t) for t in args.thinks.split(",")]
-    hog_secs = {t: 3 + args.requests * (t + 5) / 1000.0 for t in thinks}
+    hog_secs = {t: 4 + args.requests * (t + 5.5) / 1000.0 for t in thinks}
 
     def inf(gs, think, envx=None):
         return ("infer", gs, ["--requests", str(args.requests), "--think-ms", str(think)], envx)
@@ -232,13 +240,16 @@ if args.part in ("curve",):
                       "p50_ratio": ra.get("p50_ms", 0) / ref["p50_ms"], "B_fraction": rate / curve["solo_hog"],
                       "A_busy": ra.get("busy_fraction")}
         print("curve", key, round(curve[key]["p99_ratio"], 3), round(curve[key]["B_fraction"], 3),
-              "A busy", ra.get("busy_fraction"), flush=True)
+              "A busy", ra.get("busy_fraction"), "p99", ra.get("p99_ms"), flush=True)
+        save()
 
     curve["solo_hog"] = together([("hog", None, ["--secs", "5", "--size", "4096"], None)])[0]["matmuls_per_s"]
     for t in thinks:
         curve[f"alone_think{t}"] = together([inf(None, t)])[0]
         print("curve alone", t, curve[f"alone_think{t}"].get("p99_ms"), flush=True)
         pair(f"time_slicing_think{t}", inf(None, t), hg(None, t), curve[f"alone_think{t}"])
+        pair(f"gpuslice_timeslice_think{t}", inf(["--critical"], t), hg(["--compute", "100"], t),
+             curve[f"alone_think{t}"])
     try:
         subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
         for t in thinks:
@@ -246,11 +257,13 @@ if args.part in ("curve",):
                 bgs = ["--compute", "100", "--sharing", "mps"] + (["--mps-threads", thr] if thr != "100" else [])
                 pair(f"gpuslice_mps_t{thr}_think{t}", inf(["--critical", "--sharing", "mps"], t, env),
                      hg(bgs, t, env), curve[f"alone_think{t}"])
+            pair(f"mps_b{args.mps_plain}pct_think{t}", inf(None, t, env),
+                 hg(None, t, dict(env, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(args.mps_plain))),
+                 curve[f"alone_think{t}"])
     except Exception as ex:
         curve["error"] = str(ex)
     finally:
         subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
-    res["curve"] = curve
 
 json.dump(res, open(args.out, "w"), indent=1)
 print(json.dumps(res)[:3000])
