@@ -17,6 +17,7 @@
 #include "agent/plugin.h"
 #include "agent/resources.h"
 #include "agent/rpc.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/quantity.h"
 
@@ -372,6 +373,18 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
     if (rc < 0) {
         gs_agent_destroy(a);
         return rc;
+    }
+    if (c->compute_sharing == GS_SHARING_MPS) {
+        char ctl[PATH_MAX];
+        snprintf(ctl, sizeof ctl, "%s/control", c->mps_pipe_dir);
+        if (access(ctl, F_OK) != 0)
+            GS_LOGW("compute_sharing = mps, but no MPS control daemon at %s: tenants will "
+                    "time-slice until one runs (nvidia-cuda-mps-control -d with "
+                    "CUDA_MPS_PIPE_DIRECTORY=%s)",
+                    ctl, c->mps_pipe_dir);
+        else
+            GS_LOGI("compute_sharing = mps: tenants run as clients of the MPS daemon at %s",
+                    c->mps_pipe_dir);
     }
     publish_node(a);
     *out = a;

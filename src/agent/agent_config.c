@@ -33,7 +33,7 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
     {"max_units_per_gpu", GS_CFG_UINT, F(max_units_per_gpu), 1, 16384, "4096", NULL,
      "bound on memory units per GPU, keeps ListAndWatch far below the kubelet's 4 MiB"},
     {"context_reserve", GS_CFG_STRING, F(context_reserve), 0, S(context_reserve), "auto", NULL,
-     "device memory per tenant kept outside its slice for the CUDA context (auto: 544Mi "
+     "device memory per tenant kept outside its slice for the CUDA context (auto: 608Mi "
      "discrete, 256Mi Tegra)"},
     {"max_slices_per_gpu", GS_CFG_UINT, F(max_slices_per_gpu), 1, 64, "8", NULL,
      "tenants per GPU in fractional mode (each costs one context_reserve)"},
@@ -41,9 +41,20 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
      "gpuslice.io/realtime slots per GPU (0 = not advertised)"},
     {"compute_mode", GS_CFG_ENUM, F(compute_mode), 0, 0, "share", "share|cap",
      "share: guaranteed and work-conserving; cap: never above the share"},
-    {"critical_yield", GS_CFG_ENUM, F(critical_yield), 0, 0, "gate", "gate|bound",
+    {"critical_yield", GS_CFG_ENUM, F(critical_yield), 0, 0, "auto", "auto|gate|bound",
      "best-effort slices next to a busy realtime one: gate = stop launching, bound = keep one "
-     "kernel in flight (docs/compute.md)"},
+     "kernel in flight; auto = bound with compute_sharing mps, else gate (docs/compute.md)"},
+    {"compute_sharing", GS_CFG_ENUM, F(compute_sharing), 0, 0, "timeslice", "timeslice|mps",
+     "timeslice: tenants' contexts take turns (every GPU); mps: they run side by side as "
+     "clients of the node's NVIDIA MPS daemon, one fault domain (docs/compute.md)"},
+    {"mps_pipe_dir", GS_CFG_STRING, F(mps_pipe_dir), 0, S(mps_pipe_dir), "/tmp/nvidia-mps", NULL,
+     "compute_sharing mps: the MPS control daemon's CUDA_MPS_PIPE_DIRECTORY on the host, "
+     "mounted into each container"},
+    {"mps_shm_dir", GS_CFG_STRING, F(mps_shm_dir), 0, S(mps_shm_dir), "", NULL,
+     "compute_sharing mps: host directory mounted at /dev/shm in each container, when the MPS "
+     "daemon does not share the host's IPC namespace with the Pods (empty = none)"},
+    {"besteffort_mps_threads", GS_CFG_UINT, F(besteffort_mps_threads), 0, 100, "0", NULL,
+     "compute_sharing mps: active thread percentage of best-effort slices (0 = all threads)"},
     {"device_list_strategy", GS_CFG_ENUM, F(device_list_strategy), 0, 0, "envvar",
      "envvar|cdi-annotations|cdi-cri", "how the GPU is named to the runtime"},
     {"cdi_kind", GS_CFG_STRING, F(cdi_kind), 0, S(cdi_kind), "nvidia.com/gpu", NULL,
@@ -145,9 +156,12 @@ int gs_agent_config_context_reserve(const struct gs_agent_config *c, int integra
                                     gs_error *err)
 {
     if (!strcmp(c->context_reserve, "auto") || !c->context_reserve[0]) {
-        /* 518 MiB measured on the H200 (driver 580, CUDA 13) for a bare primary
-         * context, rounded up to 544 MiB; integrated boards need less. */
-        *out = integrated ? 256ull << 20 : 544ull << 20;
+        /* Measured on the H200 (driver 580, CUDA 13): 518 MiB for a bare primary
+         * context, and 70 MiB more that the driver holds, whatever the pool's
+         * size, once a process uses stream-ordered pools (PyTorch's
+         * cudaMallocAsync backend); 588 MiB rounded up to 608 MiB. Integrated
+         * boards need less. */
+        *out = integrated ? 256ull << 20 : 608ull << 20;
         return GS_OK;
     }
     if (gs_quantity_parse_bytes(c->context_reserve, out, err) < 0)

@@ -9,6 +9,10 @@
 #include "common/error.h"
 
 enum gs_dls { GS_DLS_ENVVAR, GS_DLS_CDI_ANNOTATIONS, GS_DLS_CDI_CRI };
+/* critical_yield: auto = bound with compute_sharing = mps, gate with timeslice. */
+enum gs_agent_yield { GS_AGENT_YIELD_AUTO, GS_AGENT_YIELD_GATE, GS_AGENT_YIELD_BOUND };
+/* Where containers find the MPS control daemon when compute_sharing = mps. */
+#define GS_CONTAINER_MPS_DIR "/run/gpuslice/mps"
 
 struct gs_agent_config {
     char kubelet_dir[256];
@@ -24,9 +28,13 @@ struct gs_agent_config {
     char context_reserve[32]; /* "auto" or a quantity */
     uint64_t max_slices_per_gpu;
     uint64_t realtime_slots_per_gpu;
-    int compute_mode;         /* enum gs_compute_mode */
-    int critical_yield;       /* enum gs_yield: how best-effort slices make way for critical ones */
-    int device_list_strategy; /* enum gs_dls */
+    int compute_mode;   /* enum gs_compute_mode */
+    int critical_yield; /* enum gs_agent_yield: how best-effort slices make way for critical ones */
+    int compute_sharing;    /* enum gs_exec_sharing: time-slicing or NVIDIA MPS underneath */
+    char mps_pipe_dir[256]; /* host: the MPS control daemon's CUDA_MPS_PIPE_DIRECTORY */
+    char mps_shm_dir[256];  /* host: shared memory the MPS clients need at /dev/shm ("" = none) */
+    uint64_t besteffort_mps_threads; /* MPS active thread % for best-effort slices, 0 = all */
+    int device_list_strategy;        /* enum gs_dls */
     char cdi_kind[64];
     char interposer_path[256];
     int pass_device_specs;

@@ -652,9 +652,9 @@ static int commit(struct endpoint *ep, const struct parsed *pr, gs_error *err)
 /* One container's answer; the strings live in store. */
 struct cresp {
     V1beta1__ContainerAllocateResponse m;
-    V1beta1__ContainerAllocateResponse__EnvsEntry env[4], *envp[4];
+    V1beta1__ContainerAllocateResponse__EnvsEntry env[5], *envp[5];
     V1beta1__ContainerAllocateResponse__AnnotationsEntry ann[1], *annp[1];
-    V1beta1__Mount mnt[5], *mntp[5];
+    V1beta1__Mount mnt[7], *mntp[7];
     V1beta1__DeviceSpec dev[GS_INV_MAX_NODES], *devp[GS_INV_MAX_NODES];
     V1beta1__CDIDevice cdi[1], *cdip[1];
     char limits[PATH_MAX], ledger[PATH_MAX], ann_key[128], cdi_name[192], slice_id[40];
@@ -706,6 +706,16 @@ static void fill_response(struct gs_plugin *p, int si, struct cresp *c)
     /* The other tenants' limits and ledgers, read-only: the compute controller
      * lays out its time windows from them (docs/compute.md). */
     add_mount(c, GS_LIMITS_CONTAINER_DIR "/peers", p->c->state_root, 1);
+    if (p->c->compute_sharing == GS_SHARING_MPS) {
+        /* The node's MPS daemon: its pipe directory (clients connect to its
+         * socket) and, where the daemon does not share the host's IPC
+         * namespace, the shared memory it uses. The per-client settings come
+         * from the limits file (the interposer applies them). */
+        add_env(c, "CUDA_MPS_PIPE_DIRECTORY", GS_CONTAINER_MPS_DIR);
+        add_mount(c, GS_CONTAINER_MPS_DIR, p->c->mps_pipe_dir, 0);
+        if (p->c->mps_shm_dir[0])
+            add_mount(c, "/dev/shm", p->c->mps_shm_dir, 0);
+    }
     snprintf(c->cdi_name, sizeof c->cdi_name, "%s=%s", p->c->cdi_kind, g->visible);
     if (dls == GS_DLS_CDI_ANNOTATIONS) {
         /* The same annotation shape NVIDIA's plugin writes (cdi.k8s.io/ prefix). */

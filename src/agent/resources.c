@@ -240,8 +240,14 @@ void gs_resources_fill_limits(const struct gs_resources *rs, const struct gs_inv
     l->memory = mem ? mem : 1;
     l->compute = pct > 100 ? 100 : pct;
     l->compute_mode = c->compute_mode;
-    l->yield = c->critical_yield;
+    l->sharing = c->compute_sharing;
+    if (c->critical_yield == GS_AGENT_YIELD_AUTO)
+        l->yield = c->compute_sharing == GS_SHARING_MPS ? GS_YIELD_BOUND : GS_YIELD_GATE;
+    else
+        l->yield = c->critical_yield == GS_AGENT_YIELD_BOUND ? GS_YIELD_BOUND : GS_YIELD_GATE;
     l->priority = critical ? GS_PRIO_CRITICAL : GS_PRIO_BEST_EFFORT;
+    l->mps_threads =
+        critical || c->compute_sharing != GS_SHARING_MPS ? 0 : c->besteffort_mps_threads;
     l->context_reserve = rs->context_reserve[gpu];
     l->simulated = inv->simulated;
     snprintf(l->device, sizeof l->device, "%s", inv->gpu[gpu].visible);

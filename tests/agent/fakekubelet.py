@@ -15,6 +15,9 @@ from concurrent import futures
 
 import grpc
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tap import Tap  # noqa: E402,F401  (the agent tests use fk.Tap)
+
 SRC = os.environ.get("GS_SRC_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SRC, "build"))
 
@@ -160,23 +163,3 @@ class Plugin:
         self.ch.close()
 
 
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, name, detail=""):
-        self.n += 1
-        if cond:
-            print("ok %d - %s" % (self.n, name), flush=True)
-        else:
-            self.failed += 1
-            print("not ok %d - %s" % (self.n, name), flush=True)
-            if detail:
-                for line in str(detail).splitlines():
-                    print("#   " + line, flush=True)
-        return cond
-
-    def done(self):
-        print("1..%d" % self.n, flush=True)
-        return 1 if self.failed else 0

@@ -139,11 +139,11 @@ def fractional(tmp, dp, pr):
         cpt = fk.Plugin(dp, os.path.join(kdir, ep.get("gpuslice.io/gpu-compute", "x")))
         rt = fk.Plugin(dp, os.path.join(kdir, ep.get("gpuslice.io/realtime", "x")))
 
-        # (16 GiB - 8 tenants x 544 MiB context reserve) / 256 MiB = 47 units per GPU.
+        # (16 GiB - 8 tenants x 608 MiB context reserve) / 256 MiB = 45 units per GPU.
         mq, mcall = mem.watch()
         devs = next_list(mq)
-        tap.ok(devs is not None and len(devs) == 94 and all(h == "Healthy" for _, h in devs),
-               "ListAndWatch lists 47 memory units per GPU, healthy", devs and len(devs))
+        tap.ok(devs is not None and len(devs) == 90 and all(h == "Healthy" for _, h in devs),
+               "ListAndWatch lists 45 memory units per GPU, healthy", devs and len(devs))
         cq, ccall = cpt.watch()
         cdevs = next_list(cq)
         tap.ok(cdevs is not None and len(cdevs) == 200, "ListAndWatch lists 100 compute units per GPU")
@@ -174,9 +174,9 @@ def fractional(tmp, dp, pr):
         lim_path = mt.get("/run/gpuslice/limits", ("",))[0]
         lim = read_limits(lim_path) if os.path.exists(lim_path) else {}
         tap.ok(lim.get("memory") == str(2 * GiB) and lim.get("compute") == "30" and
-               lim.get("context_reserve") == str(544 * MiB) and lim.get("simulated") == "true" and
+               lim.get("context_reserve") == str(608 * MiB) and lim.get("simulated") == "true" and
                lim.get("priority") == "best-effort" and lim.get("device") == "SIM-GPU-0000",
-               "limits file: 2 GiB, 30%, context reserve 544 MiB, simulated", lim)
+               "limits file: 2 GiB, 30%, context reserve 608 MiB, simulated", lim)
         tap.ok(os.path.exists(lim_path) and stat.S_IMODE(os.stat(lim_path).st_mode) == 0o444,
                "limits file is read-only (0444)")
         with open(mt["/etc/ld.so.preload"][0]) as f:
@@ -192,7 +192,7 @@ def fractional(tmp, dp, pr):
                "realtime slot joins the next container's slice as critical", lim3)
 
         # GetPreferredAllocation: the open slice's GPU first; else best fit.
-        avail = ["gpu0-mem-%04d" % i for i in range(12, 47)] + ["gpu1-mem-%04d" % i for i in range(47)]
+        avail = ["gpu0-mem-%04d" % i for i in range(12, 45)] + ["gpu1-mem-%04d" % i for i in range(45)]
         time.sleep(2.2)  # let the pairing window close
         pa = mem.preferred(avail, 4)
         ids = list(pa.container_responses[0].deviceIDs)
@@ -226,8 +226,8 @@ def fractional(tmp, dp, pr):
         code, msg = rpc_code(lambda: mem.allocate([]))
         tap.ok(code == grpc.StatusCode.INVALID_ARGUMENT and "no device IDs" in msg,
                "container request without IDs is refused", (code, msg))
-        code, msg = rpc_code(lambda: mem.allocate(["gpu0-mem-%04d" % (i % 47) for i in range(5000)]))
-        tap.ok(code == grpc.StatusCode.INVALID_ARGUMENT and "only 94" in msg, "5000-ID request is refused", (code, msg))
+        code, msg = rpc_code(lambda: mem.allocate(["gpu0-mem-%04d" % (i % 45) for i in range(5000)]))
+        tap.ok(code == grpc.StatusCode.INVALID_ARGUMENT and "only 90" in msg, "5000-ID request is refused", (code, msg))
         code, msg = rpc_code(lambda: mem.allocate(raw=b"\x0a\x05" + b"x" * (5 << 20)))
         tap.ok(code == grpc.StatusCode.RESOURCE_EXHAUSTED, "5 MiB request: RESOURCE_EXHAUSTED", (code, msg))
         code, msg = rpc_code(lambda: mem.allocate(raw=b"\xff\xff\xff\xff\x0f garbage"))
@@ -295,7 +295,7 @@ def fractional(tmp, dp, pr):
         mem = fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/gpu-memory"]))
         q2, _ = mem.watch()
         l2 = next_list(q2)
-        tap.ok(l2 is not None and len(l2) == 94, "ListAndWatch works on the new socket")
+        tap.ok(l2 is not None and len(l2) == 90, "ListAndWatch works on the new socket")
         mem.close()
         kub2.stop()
         podres.stop()
@@ -340,9 +340,9 @@ def replica(tmp, dp, pr):
                "4 replicas with NVIDIA-style IDs", devs)
         r = p.allocate(["SIM-GPU-0000::2"])
         lim = read_limits(mounts(r)["/run/gpuslice/limits"][0])
-        # (16 GiB - 4 x 544 MiB) / 4 = 3552 MiB, 25 %.
-        tap.ok(lim.get("memory") == str(3552 * MiB) and lim.get("compute") == "25",
-               "a replica is enforced: 3552 MiB and 25%", lim)
+        # (16 GiB - 4 x 608 MiB) / 4 = 3488 MiB, 25 %.
+        tap.ok(lim.get("memory") == str(3488 * MiB) and lim.get("compute") == "25",
+               "a replica is enforced: 3488 MiB and 25%", lim)
         c = r.container_responses[0]
         tap.ok([d.name for d in c.cdi_devices] == ["nvidia.com/gpu=SIM-GPU-0000"] and
                dict(c.envs).get("NVIDIA_VISIBLE_DEVICES") == "void",
@@ -377,12 +377,60 @@ def replica(tmp, dp, pr):
            res.stderr.decode(errors="replace"))
 
 
+def mps(tmp, dp, pr):
+    """compute_sharing = mps: the daemon's pipe directory (and shm) reach each
+    container, and the limits carry the per-client settings."""
+    kdir = os.path.join(tmp, "dp3")
+    os.makedirs(kdir)
+    state = os.path.join(tmp, "state3")
+    pipe = os.path.join(tmp, "mps-pipe")
+    shm = os.path.join(tmp, "mps-shm")
+    os.makedirs(pipe)
+    os.makedirs(shm)
+    kub = fk.Kubelet(dp, kdir)
+    kub.start()
+    agent = Agent(tmp, "agent-mps", ["--backend", "simulated", "--kubelet-dir", kdir, "--state-root", state,
+                                     "--reclaim-interval", "0", "--compute-sharing", "mps",
+                                     "--mps-pipe-dir", pipe, "--mps-shm-dir", shm,
+                                     "--besteffort-mps-threads", "60"]).start()
+    try:
+        regs = kub.wait_registrations(3)
+        ep = {r[1].resource_name: r[1].endpoint for r in regs}
+        tap.ok(len(regs) == 3, "MPS agent registers its resources", agent.tail())
+        if len(regs) != 3:
+            return
+        mem = fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/gpu-memory"]))
+        rt = fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/realtime"]))
+        r = mem.allocate(["gpu0-mem-0000", "gpu0-mem-0001"])
+        mt, e = mounts(r), envs(r)
+        lim = read_limits(mt["/run/gpuslice/limits"][0])
+        tap.ok(e.get("CUDA_MPS_PIPE_DIRECTORY") == "/run/gpuslice/mps" and
+               mt.get("/run/gpuslice/mps") == (pipe, False) and mt.get("/dev/shm") == (shm, False),
+               "MPS: the daemon's pipe directory and shm are mounted, CUDA_MPS_PIPE_DIRECTORY names it", (e, mt))
+        tap.ok(lim.get("sharing") == "mps" and lim.get("mps_threads") == "60" and lim.get("yield") == "bound" and
+               lim.get("priority") == "best-effort",
+               "MPS best-effort limits: sharing mps, 60% threads, yield bound (auto)", lim)
+        r2 = mem.allocate(["gpu0-mem-0002"])
+        rt.allocate(["gpu0-rt-0"])
+        lim2 = read_limits(mounts(r2)["/run/gpuslice/limits"][0])
+        tap.ok(lim2.get("priority") == "critical" and lim2.get("mps_threads") == "0" and lim2.get("sharing") == "mps",
+               "MPS critical limits: all threads", lim2)
+        mem.close()
+        rt.close()
+    finally:
+        tap.ok(agent.stop() == 0, "MPS agent stops cleanly", agent.tail())
+        kub.stop()
+    log = open(os.path.join(tmp, "agent-mps.log"), errors="replace").read()
+    tap.ok("no MPS control daemon at " + pipe + "/control" in log, "MPS agent warns when no daemon runs", log[-600:])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="gsk", dir="/tmp")  # short: unix socket paths
     try:
         dp, pr = fk.load_protos(tmp)
         fractional(tmp, dp, pr)
         replica(tmp, dp, pr)
+        mps(tmp, dp, pr)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return tap.done()

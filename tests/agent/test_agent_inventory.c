@@ -152,10 +152,10 @@ static void test_nvml_h200(void **st)
     assert_string_not_equal(inv.gpu[0].uuid, inv.gpu[1].uuid);
     assert_string_equal(inv.gpu[0].visible, inv.gpu[0].uuid);
 
-    /* 141 GiB at the default 256 MiB unit: (141 GiB - 8 x 544 MiB) / 256 MiB. */
+    /* 141 GiB at the default 256 MiB unit: (141 GiB - 8 x 608 MiB) / 256 MiB. */
     struct gs_resources rs;
     assert_int_equal(gs_resources_build(&rs, &inv, &c, NULL, &err), 0);
-    assert_int_equal(rs.r[0].per_gpu[0], (141 * 4) - 17);
+    assert_int_equal(rs.r[0].per_gpu[0], (141 * 4) - 19);
     /* 64 MiB: still under the 4096-unit bound, a ListAndWatch of ~100 KiB. */
     c.memory_unit = 64ull << 20;
     assert_int_equal(gs_resources_build(&rs, &inv, &c, NULL, &err), 0);
@@ -239,8 +239,8 @@ static void test_replica_math(void **st)
     assert_int_equal(rs.n, 1);
     assert_string_equal(rs.r[0].name, "gpu-third");
     assert_int_equal(rs.r[0].unit_pct, 33);
-    assert_int_equal(rs.r[0].unit_bytes[0], ((16ull << 30) - 3 * (544ull << 20)) / 3);
-    /* 64 replicas of a 16 GiB GPU with 544 MiB contexts do not fit. */
+    assert_int_equal(rs.r[0].unit_bytes[0], ((16ull << 30) - 3 * (608ull << 20)) / 3);
+    /* 64 replicas of a 16 GiB GPU with 608 MiB contexts do not fit. */
     y = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
         "    - name: nvidia.com/gpu\n      replicas: 64\n";
     assert_int_equal(gs_sharing_parse(y, strlen(y), "t", &sh, &err), 0);
@@ -356,9 +356,9 @@ static void test_standalone_slice(void **st)
     assert_int_equal(gs_limits_load(p.limits, &back, &err), 0);
     assert_int_equal(back.memory, 2ull << 30);
     assert_int_equal(back.compute, 30);
-    assert_int_equal(back.context_reserve, 544ull << 20);
+    assert_int_equal(back.context_reserve, 608ull << 20);
     assert_true(back.simulated);
-    /* 16 GiB - 8 x 544 MiB = 11.75 GiB on offer: 13 GiB does not fit. */
+    /* 16 GiB - 8 x 608 MiB = 11.25 GiB on offer: 13 GiB does not fit. */
     assert_int_equal(gs_resources_standalone_slice(&c, 13ull << 30, 30, 0, "run-2", &l, &p, &err),
                      GS_ERANGE);
     assert_non_null(strstr(err.msg, "ask for less"));

@@ -9,17 +9,13 @@ import yaml
 
 SRC = os.environ.get("GS_SRC_DIR", ".")
 BUILD = os.environ.get("GS_BUILD_DIR", "build")
-n = 0
-failed = 0
 
 
-def ok(cond, name, detail=""):
-    global n, failed
-    n += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, name))
-    if not cond:
-        failed += 1
-        print("#   " + str(detail).replace("\n", "\n#   "))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tap import Tap  # noqa: E402
+
+tap = Tap()
+ok = tap.ok
 
 
 def load(rel):
@@ -96,5 +92,4 @@ for name in sorted(os.listdir(os.path.join(SRC, "deploy", "examples"))):
 
 rc = load("runtimeclass.yaml")[0]
 ok(rc["metadata"]["name"] == "nvidia" and rc["handler"] == "nvidia", "RuntimeClass nvidia -> handler nvidia", rc)
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+sys.exit(tap.done())

@@ -357,11 +357,17 @@ static void test_hostile_limits_fail_closed(void **st)
 {
     (void)st;
     static const char *const bad[] = {
-        "memory = -5\n",     "memory = 99999999999999999999999\n",
-        "memory = 4Gi\n",    "version = 7\nmemory = 1024\n",
-        "memory\n",          "compute = 400\n",
-        "priority = root\n", "memory = 1024\x01\n",
+        "memory = -5\n",
+        "memory = 99999999999999999999999\n",
+        "memory = 4Gi\n",
+        "version = 7\nmemory = 1024\n",
+        "memory\n",
+        "compute = 400\n",
+        "priority = root\n",
+        "memory = 1024\x01\n",
         "unknown_key = 1\n",
+        "memory = 1024\nsharing = mps\nmps_threads = 101\n",
+        "memory = 1024\nsharing = cuda-ipc\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct slice s;

@@ -8,16 +8,13 @@ import tempfile
 
 BUILD = os.environ.get("GS_BUILD_DIR", "build")
 GS = os.path.join(BUILD, "gpuslice")
-n = failed = 0
 
 
-def ok(cond, name, detail=""):
-    global n, failed
-    n += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, name))
-    if not cond:
-        failed += 1
-        print("#   " + str(detail).replace("\n", "\n#   "))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tap import Tap  # noqa: E402
+
+tap = Tap()
+ok = tap.ok
 
 
 root = tempfile.mkdtemp(prefix="gs-monitor-")
@@ -119,5 +116,4 @@ with tempfile.TemporaryDirectory() as tmp:
     ok(gone.returncode == 0 and json.loads(gone.stdout)["slices"][0]["pod"] == "",
        "an unreachable kubelet leaves Pods blank, with a warning, and still lists the slices", gone.stderr)
 subprocess.run(["rm", "-rf", root])
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+sys.exit(tap.done())

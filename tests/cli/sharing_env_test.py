@@ -1,0 +1,68 @@
+"""--sharing mps: the interposer hands MPS the per-client settings of the
+slice's limits (client priority, active thread percentage), over what the
+workload's environment says, at process start and again when CUDA starts.
+Runs `gpuslice run --simulated`; TAP output."""
+import os
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.environ.get("GS_BUILD_DIR", "build")
+GS = os.path.join(BUILD, "gpuslice")
+
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tap import Tap  # noqa: E402
+
+tap = Tap()
+ok = tap.ok
+
+
+root = tempfile.mkdtemp(prefix="gs-sharing-")
+POD = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "100", "CUDA_MPS_CLIENT_PRIORITY": "0"}
+SHOW = ["sh", "-c", 'echo "threads=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE prio=$CUDA_MPS_CLIENT_PRIORITY"']
+
+
+def run(flags, cmd, env=None):
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run([GS, "run", "--simulated", "--memory", "1Gi", "--state-root", root] + flags + ["--"] + cmd,
+                          capture_output=True, text=True, env=e, timeout=60)
+
+
+r = run(["--sharing", "mps", "--mps-threads", "40"], SHOW, POD)
+ok(r.returncode == 0 and r.stdout.strip() == "threads=40 prio=1",
+   "best-effort on MPS: 40% threads and below-normal priority, over the Pod's 100% / normal", (r.stdout, r.stderr))
+ok("sharing: MPS client, below-normal priority, 40% of the threads" in r.stderr,
+   "gpuslice run says what MPS settings the slice has", r.stderr)
+r = run(["--critical", "--sharing", "mps"], SHOW, {"CUDA_MPS_CLIENT_PRIORITY": "1"})
+ok(r.returncode == 0 and r.stdout.strip() == "threads= prio=0",
+   "critical on MPS: normal priority, threads not limited", (r.stdout, r.stderr))
+r = run([], SHOW, POD)
+ok(r.returncode == 0 and r.stdout.strip() == "threads=100 prio=0",
+   "time-slicing (default): the environment is left alone", (r.stdout, r.stderr))
+r = run(["--mps-threads", "40"], SHOW)
+ok(r.returncode == 2 and "--mps-threads needs --sharing mps" in r.stderr, "--mps-threads alone is refused", r.stderr)
+r = run(["--sharing", "bogus"], SHOW)
+ok(r.returncode == 2 and "not timeslice or mps" in r.stderr, "an unknown --sharing is refused clearly", r.stderr)
+r = run(["--sharing", "mps", "--mps-threads", "0"], SHOW)
+ok(r.returncode == 2 and "--mps-threads" in r.stderr, "--mps-threads 0 is refused", r.stderr)
+
+# A workload that raises its own thread percentage after start-up gets the
+# slice's value back when it first reaches the driver (the interposer
+# initialises before the real driver starts).
+prog = r"""
+import ctypes
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+libc.setenv(b"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", b"100", 1)
+before = libc.getenv(b"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE").decode()
+cuda = ctypes.CDLL("libcuda.so.1")
+cuda.cuMemAlloc_v2  # resolving a hooked entry point, as the runtime does first: the interposer initialises
+after = libc.getenv(b"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE").decode()
+assert cuda.cuInit(0) == 0
+print(before, after)
+"""
+r = run(["--sharing", "mps", "--mps-threads", "30"], ["/usr/bin/python3", "-c", prog])
+ok(r.returncode == 0 and r.stdout.split() == ["100", "30"],
+   "a value the workload set after start is put back when CUDA starts", (r.stdout, r.stderr))
+sys.exit(tap.done())
