@@ -375,8 +375,8 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
         return rc;
     }
     if (c->compute_sharing == GS_SHARING_MPS) {
-        char ctl[PATH_MAX];
-        snprintf(ctl, sizeof ctl, "%s/control", c->mps_pipe_dir);
+        char ctl[PATH_MAX]; /* a host path: seen under `root` when the agent runs in a Pod */
+        snprintf(ctl, sizeof ctl, "%s%s/control", c->root, c->mps_pipe_dir);
         if (access(ctl, F_OK) != 0)
             GS_LOGW("compute_sharing = mps, but no MPS control daemon at %s: tenants will "
                     "time-slice until one runs (nvidia-cuda-mps-control -d with "

@@ -386,7 +386,8 @@ int gs_cmd_run(int argc, char **argv)
     if (have_mem)
         fprintf(stderr,
                 "  memory : %s for the application's allocations; the CUDA context's own memory\n"
-                "           (~0.5 GiB per process on an H200) is outside the slice\n",
+                "           (~0.5 GiB per process on an H200, 70 MiB more once stream-ordered\n"
+                "           pools are used) is outside the slice\n",
                 mem_s);
     if (have_mem && lim.memory > gpu.total)
         fprintf(stderr,
