@@ -22,6 +22,9 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--part", default="all")
 ap.add_argument("--secs", type=float, default=6.0)
 ap.add_argument("--requests", type=int, default=1000, help="curve: A's requests per run")
+ap.add_argument("--batch", type=int, default=8, help="curve: A's batch size (the issue asks for 1 and 8: run twice)")
+ap.add_argument("--debug-dir", help="keep every tenant's whole stderr here, with the controller's "
+                "per-window debug log (GPUSLICE_LOG_LEVEL=debug)")
 ap.add_argument("--thinks", default="0,2,10", help="curve: A's think times, ms")
 ap.add_argument("--mps-threads", default="100,50", help="curve: B's MPS thread percentages under gpuslice")
 ap.add_argument("--mps-plain", type=int, default=50, help="curve: B's thread percentage under plain MPS")
@@ -45,11 +48,18 @@ def together(specs, env_extra=None, lead=8.0):
     for (mode, gs, extra, env) in specs:
         e = dict(os.environ)
         e.update(env or {})
+        if args.debug_dir and gs is not None:
+            e["GPUSLICE_LOG_LEVEL"] = "debug"
         procs.append(subprocess.Popen(cmd(mode, gs, list(extra) + ["--start", str(start)]), env=e,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = []
-    for p in procs:
+    for i, p in enumerate(procs):
         o, err = p.communicate(timeout=300)
+        if args.debug_dir:
+            os.makedirs(args.debug_dir, exist_ok=True)
+            tag = "-".join(str(x) for x in [specs[i][0]] + list(specs[i][1] or ["native"]))
+            with open(os.path.join(args.debug_dir, f"{time.time():.0f}-{i}-{tag}.log"), "w") as f:
+                f.write(err)
         line = [l for l in o.splitlines() if l.startswith("{")]
         r = json.loads(line[-1]) if line else {"error": err[-800:]}
         r["stderr_tail"] = err[-300:]
@@ -226,8 +236,12 @@ if args.part in ("curve",):
     thinks = [float(t) for t in args.thinks.split(",")]
     hog_secs = {t: 4 + args.requests * (t + 5.5) / 1000.0 for t in thinks}
 
+    batch = args.batch
+    curve["batch"] = batch
+
     def inf(gs, think, envx=None):
-        return ("infer", gs, ["--requests", str(args.requests), "--think-ms", str(think)], envx)
+        return ("infer", gs, ["--requests", str(args.requests), "--think-ms", str(think),
+                              "--batch", str(batch)], envx)
 
     def hg(gs, think, envx=None):
         return ("hog", gs, ["--secs", str(hog_secs[think]), "--warm", "0", "--size", "4096"], envx)
