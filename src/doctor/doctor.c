@@ -54,6 +54,8 @@ static void usage(FILE *out)
                  "  --state-dir DIR   slice state root (default <root>" GS_SLICE_DEFAULT_ROOT ")\n"
                  "  --kubelet-dir DIR kubelet root dir (default /var/lib/kubelet, under --root)\n"
                  "  --grace SECONDS   a slice younger than this may not have used CUDA yet (300)\n"
+                 "  --mps-pipe-dir D  the MPS daemon's pipe directory, for slices set to MPS\n"
+                 "                    (default <root>/tmp/nvidia-mps, the agent's mps_pipe_dir)\n"
                  "  --json            print the findings as JSON\n"
                  "  -h, --help        this text\n\n"
                  "Exit status: 0 healthy, 1 something is wrong (an error finding), 2 usage error.\n"
@@ -85,7 +87,7 @@ static int parse_uint(const char *s, unsigned *out)
 
 int gs_cmd_doctor(int argc, char **argv)
 {
-    enum { O_ROOT = 256, O_NODE, O_KUBECONFIG, O_SKIP, O_STATE, O_KUBELET, O_GRACE, O_JSON };
+    enum { O_ROOT = 256, O_NODE, O_KUBECONFIG, O_SKIP, O_STATE, O_KUBELET, O_GRACE, O_JSON, O_MPS };
     static const struct option opts[] = {
         {"root", required_argument, NULL, O_ROOT},
         {"node", required_argument, NULL, O_NODE},
@@ -94,6 +96,7 @@ int gs_cmd_doctor(int argc, char **argv)
         {"state-dir", required_argument, NULL, O_STATE},
         {"kubelet-dir", required_argument, NULL, O_KUBELET},
         {"grace", required_argument, NULL, O_GRACE},
+        {"mps-pipe-dir", required_argument, NULL, O_MPS},
         {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -101,7 +104,7 @@ int gs_cmd_doctor(int argc, char **argv)
     struct gs_doctor d;
     memset(&d, 0, sizeof d);
     d.grace_s = 300;
-    const char *state = NULL;
+    const char *state = NULL, *mps = NULL;
     int json = 0, c;
     memcpy(d.kubelet_dir, "/var/lib/kubelet", sizeof "/var/lib/kubelet");
     optind = 1;
@@ -119,6 +122,7 @@ int gs_cmd_doctor(int argc, char **argv)
         case O_KUBECONFIG: d.kubeconfig = optarg; break;
         case O_SKIP: d.skip_cluster = 1; break;
         case O_STATE: state = optarg; break;
+        case O_MPS: mps = optarg; break;
         case O_KUBELET:
             if (set_str(d.kubelet_dir, sizeof d.kubelet_dir, optarg, "--kubelet-dir") < 0)
                 return 2;
@@ -167,6 +171,13 @@ int gs_cmd_doctor(int argc, char **argv)
         if (set_str(d.state_dir, sizeof d.state_dir, state, "--state-dir") < 0)
             return 2;
     } else if (gs_doctor_path(&d, GS_SLICE_DEFAULT_ROOT, d.state_dir, sizeof d.state_dir) != 0) {
+        fprintf(stderr, "gpuslice doctor: --root %s is too long\n", d.root);
+        return 2;
+    }
+    if (mps) {
+        if (set_str(d.mps_pipe_dir, sizeof d.mps_pipe_dir, mps, "--mps-pipe-dir") < 0)
+            return 2;
+    } else if (gs_doctor_path(&d, "/tmp/nvidia-mps", d.mps_pipe_dir, sizeof d.mps_pipe_dir) != 0) {
         fprintf(stderr, "gpuslice doctor: --root %s is too long\n", d.root);
         return 2;
     }

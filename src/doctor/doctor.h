@@ -38,7 +38,8 @@ struct gs_doctor {
     char kubelet_dir[1024];
     const char *kubeconfig; /* NULL: $KUBECONFIG, then in-cluster */
     int skip_cluster;
-    unsigned grace_s; /* a slice younger than this may not have used CUDA yet */
+    unsigned grace_s;        /* a slice younger than this may not have used CUDA yet */
+    char mps_pipe_dir[4096]; /* host path of the MPS daemon's pipe directory, root included */
     struct gs_report *rep;
 
     /* facts found by the node checks */

@@ -42,7 +42,7 @@ static void fmt_age(uint64_t s, char *buf, size_t len)
 }
 
 struct totals {
-    size_t slices, used_cuda;
+    size_t slices, used_cuda, mps;
     uint64_t memory; /* sum of memory caps */
 };
 
@@ -66,6 +66,7 @@ static void check_slice(struct gs_doctor *d, const char *id, struct totals *t)
     }
     t->slices++;
     t->memory += l.memory;
+    t->mps += l.sharing == GS_SHARING_MPS;
     struct stat st;
     uint64_t age = 0;
     time_t now = time(NULL);
@@ -193,6 +194,48 @@ static void check_unified_cluster(struct gs_doctor *d)
     }
 }
 
+/* Slices set to run as MPS clients (agent compute_sharing = mps) need the
+ * node's MPS daemon; without it they time-slice and their MPS settings do
+ * nothing, which nothing else reports. */
+static void check_mps(struct gs_doctor *d, size_t n)
+{
+    const char *shown =
+        d->mps_pipe_dir +
+        (strncmp(d->mps_pipe_dir, d->root, strlen(d->root)) == 0 ? strlen(d->root) : 0);
+    if (d->platform == GS_PLAT_JETSON) {
+        struct gs_finding *f =
+            gs_report_add(d->rep, GS_SEV_ERROR, "tenant.mps-unsupported",
+                          "%zu slice(s) are set to run as MPS clients, but Jetson has no MPS", n);
+        gs_finding_evidence(f, "limits files with sharing = mps under %s", d->state_dir);
+        gs_finding_fix(f, "Set compute_sharing = timeslice in the agent's config "
+                          "(gpuslice-agent-config) and restart the Pods.");
+        return;
+    }
+    char ctl[PATH_MAX];
+    struct stat st;
+    if (snprintf(ctl, sizeof ctl, "%s/control", d->mps_pipe_dir) < (int)sizeof ctl &&
+        stat(ctl, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        gs_report_add(d->rep, GS_SEV_OK, "tenant.mps",
+                      "%zu slice(s) run as MPS clients; the MPS daemon's control socket is at "
+                      "%s/control",
+                      n, shown);
+        return;
+    }
+    struct gs_finding *f = gs_report_add(
+        d->rep, GS_SEV_ERROR, "tenant.mps-no-daemon",
+        "%zu slice(s) are set to run as MPS clients, but no MPS daemon listens at %s: they "
+        "time-slice and their MPS priority and thread limits do nothing",
+        n, shown);
+    gs_finding_evidence(f, "%s/control: %s", shown,
+                        stat(ctl, &st) == 0 ? "not a socket" : strerror(errno));
+    gs_finding_fix(f,
+                   "Start the daemon on the host with the agent's mps_pipe_dir: "
+                   "`CUDA_MPS_PIPE_DIRECTORY=%s nvidia-cuda-mps-control -d` (its pipe directory "
+                   "must match; give --mps-pipe-dir if the agent uses another), or set "
+                   "compute_sharing = timeslice in the agent's config.",
+                   shown);
+}
+
 void gs_tenants_check(struct gs_doctor *d)
 {
     struct totals t = {0};
@@ -226,6 +269,8 @@ void gs_tenants_check(struct gs_doctor *d)
                       t.slices ? "tenant.slices" : "tenant.no-slices",
                       "%zu slice(s) on this node, %zu used CUDA", t.slices, t.used_cuda);
     }
+    if (t.mps)
+        check_mps(d, t.mps);
     if (d->platform != GS_PLAT_JETSON)
         return;
     if (d->mem_total && t.memory + UNIFIED_RESERVE > d->mem_total) {

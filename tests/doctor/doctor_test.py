@@ -90,14 +90,14 @@ class Node:
         with open(p, "w") as f:
             f.write(text.replace(old, new))
 
-    def slice(self, sid, memory, age_s, cuda_used, pid=0):
+    def slice(self, sid, memory, age_s, cuda_used, pid=0, sharing="timeslice"):
         """A slice state dir: limits (key = value) and a ledger (the ABI of src/common/ledger.h)."""
         d = self.path("/var/lib/gpuslice/slices/" + sid)
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "limits"), "w") as f:
             f.write("version = 1\nmemory = %d\ncompute = 30\ncompute_mode = share\n"
                     "priority = best-effort\ncontext_reserve = 0\nsimulated = false\n"
-                    "device = 0\nslice_id = %s\n" % (memory, sid))
+                    "device = 0\nslice_id = %s\nsharing = %s\n" % (memory, sid, sharing))
         now = time.time()
         first_ctx = int((now - age_s / 2) * 1e9) if cuda_used else 0
         header = struct.pack("<8sIIIIQQQQ", b"GSLEDGER", 1, 128 + 64 * 256, 256, 0, 0,
@@ -721,6 +721,30 @@ def test_tenants():
     n.slice("b", 4 << 30, age_s=60, cuda_used=True, pid=os.getpid())
     expect_finding("Jetson: slices adding up to more than the board's RAM", n,
                    "tenant.unified-overcommit", args=("--skip-cluster",))
+    n.close()
+
+    # Slices set to run as MPS clients need the node's MPS daemon.
+    n = Node("k3s-discrete")
+    n.slice("mps-1", 2 << 30, age_s=60, cuda_used=True, pid=os.getpid(), sharing="mps")
+    expect_finding("MPS slices without an MPS daemon", n, "tenant.mps-no-daemon",
+                   fix_has=("nvidia-cuda-mps-control -d", "compute_sharing = timeslice"),
+                   args=("--skip-cluster",))
+    os.makedirs(n.path("/tmp/nvidia-mps"))
+    ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ctl.bind(n.path("/tmp/nvidia-mps/control"))
+    ctl.listen(1)
+    n.socks.append(ctl)
+    expect_finding("MPS slices with the daemon's control socket present", n, "tenant.mps", sev="ok",
+                   args=("--skip-cluster",))
+    other = n.path("/srv/mps")
+    os.makedirs(other)
+    expect_finding("--mps-pipe-dir points the check elsewhere", n, "tenant.mps-no-daemon",
+                   args=("--skip-cluster", "--mps-pipe-dir", other))
+    n.close()
+    n = Node("jetson-orin")
+    n.slice("mps-j", 1 << 30, age_s=60, cuda_used=True, pid=os.getpid(), sharing="mps")
+    expect_finding("MPS slices on Jetson", n, "tenant.mps-unsupported",
+                   fix_has=("compute_sharing = timeslice",), args=("--skip-cluster",))
     n.close()
 
     labels = {"gpuslice.io/gpu-memory-unit": "64Mi"}
