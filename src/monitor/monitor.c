@@ -232,6 +232,9 @@ static char *build_json(const struct row *rows, int n, const char *root)
                                 r->lim.compute_mode == GS_COMPUTE_CAP ? "cap" : "share");
         cJSON_AddStringToObject(o, "priority",
                                 r->lim.priority == GS_PRIO_CRITICAL ? "critical" : "best-effort");
+        cJSON_AddStringToObject(o, "sharing",
+                                r->lim.sharing == GS_SHARING_MPS ? "mps" : "timeslice");
+        cJSON_AddNumberToObject(o, "mps_threads_percent", (double)r->lim.mps_threads);
         cJSON_AddNumberToObject(o, "allocations", (double)r->allocs);
         cJSON_AddNumberToObject(o, "refused_by_cap", (double)r->ooms);
         cJSON_AddNumberToObject(o, "launches", (double)r->launches);
