@@ -364,6 +364,18 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
     int rc = gs_inventory_probe(&a->inv, &o, err);
     if (rc == GS_OK && c->sharing_config[0])
         rc = gs_sharing_load(c->sharing_config, &a->sharing, err);
+    if (rc == GS_OK && a->sharing.mps && a->cfg.compute_sharing != GS_SHARING_MPS) {
+        GS_LOGI("%s asks for sharing.mps: replicas run as MPS clients (compute_sharing = mps)",
+                c->sharing_config);
+        a->cfg.compute_sharing = GS_SHARING_MPS;
+        c = &a->cfg;
+    }
+    for (int g = 0; rc == GS_OK && g < a->inv.ngpu; g++)
+        if (a->inv.gpu[g].integrated && a->cfg.compute_sharing == GS_SHARING_MPS)
+            rc = gs_error_set(err, GS_ENOTSUP,
+                              "compute_sharing = mps, but GPU %d is an integrated (Jetson) GPU, "
+                              "which has no MPS: set compute_sharing = timeslice%s",
+                              g, a->sharing.mps ? " and use sharing.timeSlicing" : "");
     if (rc == GS_OK)
         rc = gs_resources_build(&a->rs, &a->inv, &a->cfg, &a->sharing, err);
     if (rc == GS_OK)

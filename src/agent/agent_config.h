@@ -66,6 +66,7 @@ struct gs_sharing_resource {
     uint64_t replicas; /* >= 2 to share */
 };
 struct gs_sharing {
+    int mps; /* the config said sharing.mps: replicas run as MPS clients (compute_sharing = mps) */
     int rename_by_default;
     int fail_requests_greater_than_one;
     int n;

@@ -80,14 +80,19 @@ static int parse_doc(yaml_document_t *d, const char *origin, struct gs_sharing *
         return gs_error_set(err, GS_EINVAL,
                             "%s has no 'sharing' section: add sharing.timeSlicing.resources",
                             origin);
-    if (map_get(d, sharing, "mps"))
-        return gs_error_set(err, GS_ENOTSUP,
-                            "%s asks for MPS sharing: gpuslice enforces each replica itself; use "
-                            "sharing.timeSlicing instead",
-                            origin);
-    yaml_node_t *ts = map_get(d, sharing, "timeSlicing");
+    /* NVIDIA's two sharing modes have the same shape. Both give replicas here,
+     * each enforced by gpuslice; sharing.mps also runs them as MPS clients. */
+    yaml_node_t *ts = map_get(d, sharing, "timeSlicing"), *mps = map_get(d, sharing, "mps");
+    if (ts && mps)
+        return gs_error_set(err, GS_EINVAL,
+                            "%s has both sharing.timeSlicing and sharing.mps: keep one", origin);
+    out->mps = mps != NULL;
+    const char *sec = mps ? "sharing.mps" : "sharing.timeSlicing";
+    if (mps)
+        ts = mps;
     if (!ts || ts->type != YAML_MAPPING_NODE)
-        return gs_error_set(err, GS_EINVAL, "%s: sharing.timeSlicing is missing", origin);
+        return gs_error_set(err, GS_EINVAL, "%s: sharing.timeSlicing (or sharing.mps) is missing",
+                            origin);
     int rc = get_bool(map_get(d, ts, "renameByDefault"), &out->rename_by_default, "renameByDefault",
                       origin, err);
     if (rc == GS_OK)
@@ -100,9 +105,9 @@ static int parse_doc(yaml_document_t *d, const char *origin, struct gs_sharing *
     if (!res || res->type != YAML_SEQUENCE_NODE ||
         res->data.sequence.items.top == res->data.sequence.items.start)
         return gs_error_set(err, GS_EINVAL,
-                            "%s: sharing.timeSlicing.resources must list at least one "
+                            "%s: %s.resources must list at least one "
                             "{name, replicas}",
-                            origin);
+                            origin, sec);
     for (yaml_node_item_t *it = res->data.sequence.items.start; it < res->data.sequence.items.top;
          it++) {
         yaml_node_t *e = yaml_document_get_node(d, *it);

@@ -368,13 +368,45 @@ def replica(tmp, dp, pr):
     tap.ok(len(regs) == 1 and regs[0][1].resource_name == "nvidia.com/gpu.shared", "renameByDefault: nvidia.com/gpu.shared")
     agent.stop()
     kub.stop()
+    # NVIDIA's sharing.mps: the same replicas, run as MPS clients.
     with open(sharing, "w") as f:
         f.write("version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n")
+    kub = fk.Kubelet(dp, kdir)
+    kub.start()
+    agent = Agent(tmp, "agent-nvmps", ["--backend", "simulated", "--kubelet-dir", kdir, "--state-root", state,
+                                       "--sharing-config", sharing, "--realtime-slots-per-gpu", "0",
+                                       "--reclaim-interval", "0"]).start()
+    try:
+        regs = kub.wait_registrations(1)
+        tap.ok(len(regs) == 1 and regs[0][1].resource_name == "nvidia.com/gpu",
+               "NVIDIA's sharing.mps config registers nvidia.com/gpu replicas", agent.tail())
+        if regs:
+            p = fk.Plugin(dp, os.path.join(kdir, regs[0][1].endpoint))
+            r = p.allocate(["SIM-GPU-0000::1"])
+            lim = read_limits(mounts(r)["/run/gpuslice/limits"][0])
+            tap.ok(lim.get("sharing") == "mps" and lim.get("compute") == "50" and
+                   envs(r).get("CUDA_MPS_PIPE_DIRECTORY") == "/run/gpuslice/mps",
+                   "sharing.mps: each replica is an enforced slice that runs as an MPS client", (lim, envs(r)))
+            p.close()
+    finally:
+        agent.stop()
+        kub.stop()
+    with open(sharing, "w") as f:
+        f.write("version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
+                "  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n")
     res = subprocess.run([os.path.join(fk.BUILD, "gpuslice"), "agent", "--backend", "simulated",
                           "--kubelet-dir", kdir, "--state-root", state, "--sharing-config", sharing],
                          capture_output=True, timeout=20)
-    tap.ok(res.returncode != 0 and b"timeSlicing" in res.stderr, "MPS config is refused with the fix",
+    tap.ok(res.returncode != 0 and b"keep one" in res.stderr, "both sharing modes at once are refused clearly",
            res.stderr.decode(errors="replace"))
+    sim = os.path.join(tmp, "jetson.conf")
+    with open(sim, "w") as f:
+        f.write("gpus = 1\nmemory = 8Gi\nintegrated = true\n")
+    res = subprocess.run([os.path.join(fk.BUILD, "gpuslice"), "agent", "--backend", "simulated", "--sim-config", sim,
+                          "--kubelet-dir", kdir, "--state-root", state, "--compute-sharing", "mps"],
+                         capture_output=True, timeout=20)
+    tap.ok(res.returncode != 0 and b"no MPS" in res.stderr and b"compute_sharing = timeslice" in res.stderr,
+           "MPS on a Jetson-like GPU is refused with the fix", res.stderr.decode(errors="replace"))
 
 
 def mps(tmp, dp, pr):

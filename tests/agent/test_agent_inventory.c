@@ -292,7 +292,14 @@ static void test_sharing_config(void **st)
     assert_int_equal(sh.res[0].replicas, 10);
     sharing_rejects("version: v2\nsharing: {}\n", "version");
     sharing_rejects("version: v1\n", "sharing");
-    sharing_rejects("version: v1\nsharing:\n  mps:\n    resources: []\n", "timeSlicing");
+    sharing_rejects("version: v1\nsharing:\n  mps:\n    resources: []\n", "sharing.mps.resources");
+    sharing_rejects("version: v1\nsharing:\n  mps: {}\n  timeSlicing: {}\n", "keep one");
+    sharing_rejects("version: v1\nsharing:\n  other: {}\n", "sharing.timeSlicing");
+    y = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n"
+        "      replicas: 4\n";
+    assert_int_equal(gs_sharing_parse(y, strlen(y), "t", &sh, &err), 0);
+    assert_true(sh.mps);
+    assert_int_equal(sh.res[0].replicas, 4);
     sharing_rejects("version: v1\nsharing:\n  timeSlicing:\n    resources: []\n", "at least one");
     sharing_rejects("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: x\n"
                     "      replicas: 0\n",
