@@ -107,15 +107,24 @@ static void apply_sharing_env(const struct gs_limits *l)
     }
 }
 
+/* Where this process's slice is. The container mount wins: a Pod can set
+ * GPUSLICE_STATE_DIR to a directory of its own, but cannot replace a
+ * read-only mount. NULL: no slice (pure pass-through). */
+static const char *slice_dir(int *in_container)
+{
+    *in_container = file_exists(GS_LIMITS_CONTAINER_DIR "/" GS_LIMITS_FILE);
+    if (*in_container)
+        return GS_LIMITS_CONTAINER_DIR;
+    const char *env = getenv("GPUSLICE_STATE_DIR");
+    return env && *env ? env : NULL;
+}
+
 __attribute__((constructor)) static void sharing_env_at_start(void)
 {
-    const char *env = getenv("GPUSLICE_STATE_DIR");
+    int in_container;
+    const char *dir = slice_dir(&in_container);
     char limits[320];
-    if (file_exists(GS_LIMITS_CONTAINER_DIR "/" GS_LIMITS_FILE))
-        snprintf(limits, sizeof limits, "%s", GS_LIMITS_CONTAINER_DIR "/" GS_LIMITS_FILE);
-    else if (env && *env && strlen(env) < sizeof limits - sizeof "/" GS_LIMITS_FILE)
-        snprintf(limits, sizeof limits, "%s/" GS_LIMITS_FILE, env);
-    else
+    if (!dir || snprintf(limits, sizeof limits, "%s/" GS_LIMITS_FILE, dir) >= (int)sizeof limits)
         return;
     struct gs_limits l;
     if (gs_limits_load(limits, &l, NULL) == 0)
@@ -125,22 +134,18 @@ __attribute__((constructor)) static void sharing_env_at_start(void)
 static void load_limits(void)
 {
     char limits[320], ledger[320];
-    const char *env = getenv("GPUSLICE_STATE_DIR");
-    /* The container mount wins: a Pod can set GPUSLICE_STATE_DIR to a
-     * directory of its own, but cannot replace a read-only mount. */
-    if (file_exists(GS_LIMITS_CONTAINER_DIR "/" GS_LIMITS_FILE)) {
-        snprintf(limits, sizeof limits, "%s", GS_LIMITS_CONTAINER_DIR "/" GS_LIMITS_FILE);
-        snprintf(ledger, sizeof ledger, "%s", GS_LIMITS_CONTAINER_DIR "/" GS_LEDGER_FILE);
-    } else if (env && *env) {
-        snprintf(gs_g.state_dir, sizeof gs_g.state_dir, "%s", env);
-        snprintf(limits, sizeof limits, "%s/" GS_LIMITS_FILE, env);
-        snprintf(ledger, sizeof ledger, "%s/" GS_LEDGER_FILE, env);
+    int in_container;
+    const char *dir = slice_dir(&in_container);
+    if (!dir)
+        return; /* no slice: pure pass-through */
+    snprintf(limits, sizeof limits, "%s/" GS_LIMITS_FILE, dir);
+    snprintf(ledger, sizeof ledger, "%s/" GS_LEDGER_FILE, dir);
+    if (!in_container) {
+        snprintf(gs_g.state_dir, sizeof gs_g.state_dir, "%s", dir);
         if (!file_exists(limits)) {
-            GS_LOGW("GPUSLICE_STATE_DIR=%s has no limits file: running without a slice", env);
+            GS_LOGW("GPUSLICE_STATE_DIR=%s has no limits file: running without a slice", dir);
             return;
         }
-    } else {
-        return; /* no slice: pure pass-through */
     }
     snprintf(gs_g.source, sizeof gs_g.source, "%s", limits);
     gs_g.enforce = 1;
