@@ -388,8 +388,7 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
     }
     if (c->compute_sharing == GS_SHARING_MPS) {
         char ctl[PATH_MAX]; /* a host path: seen under `root` when the agent runs in a Pod */
-        snprintf(ctl, sizeof ctl, "%s%s/control", c->root, c->mps_pipe_dir);
-        if (access(ctl, F_OK) != 0)
+        if (!gs_mps_daemon_present(c->root, c->mps_pipe_dir, ctl, sizeof ctl))
             GS_LOGW("compute_sharing = mps, but no MPS control daemon at %s: tenants will "
                     "time-slice until one runs (nvidia-cuda-mps-control -d with "
                     "CUDA_MPS_PIPE_DIRECTORY=%s)",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/limits.h"
 #include "common/quantity.h"
 
 #define F(f) offsetof(struct gs_agent_config, f)
@@ -47,7 +48,8 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
     {"compute_sharing", GS_CFG_ENUM, F(compute_sharing), 0, 0, "timeslice", "timeslice|mps",
      "timeslice: tenants' contexts take turns (every GPU); mps: they run side by side as "
      "clients of the node's NVIDIA MPS daemon, one fault domain (docs/compute.md)"},
-    {"mps_pipe_dir", GS_CFG_STRING, F(mps_pipe_dir), 0, S(mps_pipe_dir), "/tmp/nvidia-mps", NULL,
+    {"mps_pipe_dir", GS_CFG_STRING, F(mps_pipe_dir), 0, S(mps_pipe_dir), GS_MPS_DEFAULT_PIPE_DIR,
+     NULL,
      "compute_sharing mps: the MPS control daemon's CUDA_MPS_PIPE_DIRECTORY on the host, "
      "mounted into each container"},
     {"mps_shm_dir", GS_CFG_STRING, F(mps_shm_dir), 0, S(mps_shm_dir), "", NULL,

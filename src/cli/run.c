@@ -402,13 +402,14 @@ int gs_cmd_run(int argc, char **argv)
     if (lim.sharing == GS_SHARING_MPS) {
         char pipe[PATH_MAX];
         const char *pd = getenv("CUDA_MPS_PIPE_DIRECTORY");
-        snprintf(pipe, sizeof pipe, "%s/control", pd && *pd ? pd : "/tmp/nvidia-mps");
+        int daemon =
+            gs_mps_daemon_present("", pd && *pd ? pd : GS_MPS_DEFAULT_PIPE_DIR, pipe, sizeof pipe);
         char thr[32] = "all threads";
         if (lim.mps_threads)
             snprintf(thr, sizeof thr, "%u%% of the threads", (unsigned)lim.mps_threads);
         fprintf(stderr, "  sharing: MPS client, %s priority, %s\n",
                 lim.priority == GS_PRIO_CRITICAL ? "normal" : "below-normal", thr);
-        if (access(pipe, F_OK) != 0)
+        if (!daemon)
             fprintf(
                 stderr,
                 "  warning: no MPS control daemon at %s: the command will time-slice.\n"

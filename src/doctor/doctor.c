@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/slice.h"
 #include "doctor/doctor.h"
@@ -177,7 +178,8 @@ int gs_cmd_doctor(int argc, char **argv)
     if (mps) {
         if (set_str(d.mps_pipe_dir, sizeof d.mps_pipe_dir, mps, "--mps-pipe-dir") < 0)
             return 2;
-    } else if (gs_doctor_path(&d, "/tmp/nvidia-mps", d.mps_pipe_dir, sizeof d.mps_pipe_dir) != 0) {
+    } else if (gs_doctor_path(&d, GS_MPS_DEFAULT_PIPE_DIR, d.mps_pipe_dir, sizeof d.mps_pipe_dir) !=
+               0) {
         fprintf(stderr, "gpuslice doctor: --root %s is too long\n", d.root);
         return 2;
     }

@@ -213,8 +213,7 @@ static void check_mps(struct gs_doctor *d, size_t n)
     }
     char ctl[PATH_MAX];
     struct stat st;
-    if (snprintf(ctl, sizeof ctl, "%s/control", d->mps_pipe_dir) < (int)sizeof ctl &&
-        stat(ctl, &st) == 0 && S_ISSOCK(st.st_mode)) {
+    if (gs_mps_daemon_present("", d->mps_pipe_dir, ctl, sizeof ctl)) {
         gs_report_add(d->rep, GS_SEV_OK, "tenant.mps",
                       "%zu slice(s) run as MPS clients; the MPS daemon's control socket is at "
                       "%s/control",
