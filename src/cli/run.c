@@ -242,22 +242,17 @@ int gs_cmd_run(int argc, char **argv)
         case 'H': lim.compute_mode = GS_COMPUTE_CAP; break;
         case 'C': lim.priority = GS_PRIO_CRITICAL; break;
         case 'y':
-            if (!strcmp(optarg, "gate"))
-                lim.yield = GS_YIELD_GATE;
-            else if (!strcmp(optarg, "bound"))
-                lim.yield = GS_YIELD_BOUND;
-            else {
+            /* The names come from the limits table, like the file's. */
+            if (gs_config_set(gs_limits_table, gs_limits_table_len, &lim, "yield", optarg, NULL) <
+                0) {
                 fprintf(stderr, "gpuslice run: --yield '%s' is not gate or bound\n", optarg);
                 return 2;
             }
             have_yield = 1;
             break;
         case 's':
-            if (!strcmp(optarg, "timeslice"))
-                lim.sharing = GS_SHARING_TIMESLICE;
-            else if (!strcmp(optarg, "mps"))
-                lim.sharing = GS_SHARING_MPS;
-            else {
+            if (gs_config_set(gs_limits_table, gs_limits_table_len, &lim, "sharing", optarg, NULL) <
+                0) {
                 fprintf(stderr, "gpuslice run: --sharing '%s' is not timeslice or mps\n", optarg);
                 return 2;
             }
