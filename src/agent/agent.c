@@ -368,7 +368,6 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
         GS_LOGI("%s asks for sharing.mps: replicas run as MPS clients (compute_sharing = mps)",
                 c->sharing_config);
         a->cfg.compute_sharing = GS_SHARING_MPS;
-        c = &a->cfg;
     }
     for (int g = 0; rc == GS_OK && g < a->inv.ngpu; g++)
         if (a->inv.gpu[g].integrated && a->cfg.compute_sharing == GS_SHARING_MPS)
@@ -386,7 +385,7 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
         gs_agent_destroy(a);
         return rc;
     }
-    if (c->compute_sharing == GS_SHARING_MPS) {
+    if (a->cfg.compute_sharing == GS_SHARING_MPS) { /* the config file's, or sharing.mps */
         char ctl[PATH_MAX]; /* a host path: seen under `root` when the agent runs in a Pod */
         if (!gs_mps_daemon_present(c->root, c->mps_pipe_dir, ctl, sizeof ctl))
             GS_LOGW("compute_sharing = mps, but no MPS control daemon at %s: tenants will "
