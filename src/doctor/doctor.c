@@ -35,6 +35,12 @@ int gs_doctor_exists(const struct gs_doctor *d, const char *abs)
     return gs_doctor_path(d, abs, p, sizeof p) == 0 && stat(p, &st) == 0;
 }
 
+const char *gs_doctor_shown(const struct gs_doctor *d, const char *path)
+{
+    size_t rl = strlen(d->root);
+    return strncmp(path, d->root, rl) == 0 ? path + rl : path;
+}
+
 int gs_doctor_needs_runtimeclass(const struct gs_doctor *d)
 {
     if (d->default_nvidia)

@@ -72,6 +72,8 @@ int gs_doctor_needs_runtimeclass(const struct gs_doctor *d);
 int gs_doctor_path(const struct gs_doctor *d, const char *abs, char *buf, size_t len);
 /* 1 when root + abs exists (any type, links followed), else 0. */
 int gs_doctor_exists(const struct gs_doctor *d, const char *abs);
+/* A host path as the node sees it: path without the --root prefix, when it has it. */
+const char *gs_doctor_shown(const struct gs_doctor *d, const char *path);
 
 /* The check groups, run in this order. */
 void gs_node_check(struct gs_doctor *d);

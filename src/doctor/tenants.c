@@ -199,9 +199,7 @@ static void check_unified_cluster(struct gs_doctor *d)
  * nothing, which nothing else reports. */
 static void check_mps(struct gs_doctor *d, size_t n)
 {
-    const char *shown =
-        d->mps_pipe_dir +
-        (strncmp(d->mps_pipe_dir, d->root, strlen(d->root)) == 0 ? strlen(d->root) : 0);
+    const char *shown = gs_doctor_shown(d, d->mps_pipe_dir);
     if (d->platform == GS_PLAT_JETSON) {
         struct gs_finding *f =
             gs_report_add(d->rep, GS_SEV_ERROR, "tenant.mps-unsupported",
@@ -242,9 +240,7 @@ void gs_tenants_check(struct gs_doctor *d)
     if (!dir) {
         gs_report_add(d->rep, GS_SEV_INFO, "tenant.no-slices",
                       "no slice state on this node (%s does not exist)",
-                      d->state_dir + (strncmp(d->state_dir, d->root, strlen(d->root)) == 0
-                                          ? strlen(d->root)
-                                          : 0));
+                      gs_doctor_shown(d, d->state_dir));
     } else {
         char *names[1024];
         size_t n = 0;
