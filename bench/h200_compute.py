@@ -67,6 +67,24 @@ def together(specs, env_extra=None, lead=8.0):
     return outs
 
 
+def mps_env():
+    """Private pipe and log directories for one MPS control daemon."""
+    d = tempfile.mkdtemp(prefix="gs-mps-")
+    env = {"CUDA_MPS_PIPE_DIRECTORY": d + "/pipe", "CUDA_MPS_LOG_DIRECTORY": d + "/log"}
+    os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
+    os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
+    return env
+
+
+def mps_control(env, what):
+    """Starts the daemon of env ("start") or always asks it to quit ("quit")."""
+    e = dict(os.environ, **env)
+    if what == "start":
+        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
+    else:
+        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
+
+
 def rate_during(hog_out, a_out):
     """The hog's matmuls per second while the inference tenant ran."""
     t0, t1 = a_out.get("t_begin"), a_out.get("t_end")
@@ -136,13 +154,9 @@ if args.part in ("latency", "all"):
             print(think, name, row[name]["p99_ratio"], row[name]["B_fraction"], flush=True)
         lat[f"think_{think}ms"] = row
     # MPS, for comparison (2 ms think time)
-    d = tempfile.mkdtemp(prefix="gs-mps-")
-    env = {"CUDA_MPS_PIPE_DIRECTORY": d + "/pipe", "CUDA_MPS_LOG_DIRECTORY": d + "/log"}
-    os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
-    os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
-    e = dict(os.environ, **env)
+    env = mps_env()
     try:
-        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
+        mps_control(env, "start")
         mps = {}
         alone = together([infer(think=2.0, env=env)])[0]
         mps["alone"] = alone
@@ -159,7 +173,7 @@ if args.part in ("latency", "all"):
     except Exception as ex:  # MPS missing or failed: say so, keep the rest
         lat["mps"] = {"error": str(ex)}
     finally:
-        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
+        mps_control(env, "quit")
     res["latency"] = lat
 
 if args.part in ("mps", "all"):
@@ -167,11 +181,7 @@ if args.part in ("mps", "all"):
     # with per-client settings (active thread %, client priority 0 normal / 1 below
     # normal) and with gpuslice's critical class on top.
     probe = {}
-    d = tempfile.mkdtemp(prefix="gs-mps-")
-    env = {"CUDA_MPS_PIPE_DIRECTORY": d + "/pipe", "CUDA_MPS_LOG_DIRECTORY": d + "/log"}
-    os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
-    os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
-    e = dict(os.environ, **env)
+    env = mps_env()
     n = 600
 
     def infer_m(gs=None, envx=None, think=2.0):
@@ -185,7 +195,7 @@ if args.part in ("mps", "all"):
     probe["alone_no_mps"] = together([infer_m()])[0]
     probe["alone_no_mps_think0"] = together([infer_m(think=0.0)])[0]
     try:
-        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
+        mps_control(env, "start")
         probe["alone_mps"] = together([infer_m(envx=env)])[0]
         probe["solo_hog_mps"] = together([("hog", None, ["--secs", "5", "--size", "4096"], env)])[0]["matmuls_per_s"]
         variants = (
@@ -212,7 +222,7 @@ if args.part in ("mps", "all"):
     except Exception as ex:
         probe["error"] = str(ex)
     finally:
-        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
+        mps_control(env, "quit")
     res["mps_probe"] = probe
 
 if args.part in ("curve",):
@@ -228,11 +238,7 @@ if args.part in ("curve",):
     def save():
         json.dump(res, open(args.out, "w"), indent=1)
 
-    d = tempfile.mkdtemp(prefix="gs-mps-")
-    env = {"CUDA_MPS_PIPE_DIRECTORY": d + "/pipe", "CUDA_MPS_LOG_DIRECTORY": d + "/log"}
-    os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
-    os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
-    e = dict(os.environ, **env)
+    env = mps_env()
     thinks = [float(t) for t in args.thinks.split(",")]
     hog_secs = {t: 4 + args.requests * (t + 5.5) / 1000.0 for t in thinks}
 
@@ -265,7 +271,7 @@ if args.part in ("curve",):
         pair(f"gpuslice_timeslice_think{t}", inf(["--critical"], t), hg(["--compute", "100"], t),
              curve[f"alone_think{t}"])
     try:
-        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
+        mps_control(env, "start")
         for t in thinks:
             for thr in [x for x in args.mps_threads.split(",") if x]:
                 bgs = ["--compute", "100", "--sharing", "mps"] + (["--mps-threads", thr] if thr != "100" else [])
@@ -277,7 +283,7 @@ if args.part in ("curve",):
     except Exception as ex:
         curve["error"] = str(ex)
     finally:
-        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
+        mps_control(env, "quit")
 
 json.dump(res, open(args.out, "w"), indent=1)
 print(json.dumps(res)[:3000])

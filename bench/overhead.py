@@ -50,9 +50,10 @@ variants = {
     "passthrough": ["env", f"LD_PRELOAD={lib}", args.bin],
     "gpuslice_run": [args.gpuslice, "run", "--memory", "100Gi", "--", args.bin],
 }
-runs = {k: [] for k in variants}
-for _ in range(0 if args.skip_process else args.reps):
-    for k, cmd in variants.items():
+runs = {} if args.skip_process else {k: [] for k in variants}
+for _ in range(args.reps):
+    for k in runs:
+        cmd = variants[k]
         if k == "gpuslice":
             make_slice(state, 100 << 30)  # fresh ledger each time, as a new container gets
         full = (["taskset", "-c", args.cpu] if args.cpu else []) + cmd
@@ -62,7 +63,7 @@ for _ in range(0 if args.skip_process else args.reps):
             raise SystemExit(f"{k} failed: {out.stderr[-500:]}")
         runs[k].append(json.loads(line[-1]))
 summary = {}
-for k, rs in runs.items() if not args.skip_process else ():
+for k, rs in runs.items():
     summary[k] = {m: statistics.median(r[m] for r in rs) for m in ("startup_ms", "launch_us", "alloc_pair_us")}
 n = summary.get("native")
 for k in ("gpuslice", "passthrough", "gpuslice_run") if n else ():
