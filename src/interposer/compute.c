@@ -84,10 +84,12 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
     out->until_ns = now < ws ? ws : ws + period;
 }
 
-static int others_in_window(const struct gs_cc_tenant *t, int n, int self)
+/* Another tenant still in its window or draining it. One that has not
+ * wanted the GPU for GS_CC_IDLE_NS is not believed, whatever its ledger says. */
+static int others_in_window(const struct gs_cc_tenant *t, int n, int self, uint64_t now)
 {
     for (int i = 0; i < n; i++)
-        if (i != self && t[i].alive && !t[i].critical && t[i].share > 0 && t[i].window_busy)
+        if (i != self && active(&t[i], now) && t[i].window_busy)
             return 1;
     return 0;
 }
@@ -117,6 +119,15 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         return GS_CC_WAIT;
     }
     uint64_t ws = d.window_start_ns;
+    if (me->in_window && now >= me->window_end) {
+        /* Our window is over: our queued work must not run into the next
+         * tenant's window (what does is paid back from later windows). This
+         * comes first: a window that ended at the period's end is closed
+         * before the next period's is considered, or it would stay "busy"
+         * in our ledger, unaccounted, while we sleep. */
+        me->in_window = 0;
+        return GS_CC_DRAIN;
+    }
     if (ws != me->window_start) {
         /* A window of ours we have not entered yet. */
         if (!d.go) {
@@ -131,15 +142,18 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         }
         /* Hand-over: the tenant before us may still be draining its last work.
          * Starting now would share the GPU with it and blur both tenants'
-         * accounting; wait for it, briefly, and keep our full window. */
-        if (others_in_window(t, n, self) && now - ws < GS_CC_HANDOFF_MAX_NS) {
+         * accounting; wait for it, briefly. Our window still ends where it
+         * was laid out: our own drain takes as long, at the next tenant's
+         * start, as the wait took from ours, so every tenant is charged for
+         * the time it had, and the lag does not grow from window to window. */
+        if (others_in_window(t, n, self, now) && now - ws < GS_CC_HANDOFF_MAX_NS) {
             *wait_until = now + GS_CC_HANDOFF_POLL_NS;
             return GS_CC_WAIT;
         }
         me->window_start = ws;
         me->window_len = d.window_len_ns;
         me->used_from = now;
-        me->window_end = d.window_end_ns + (now - ws);
+        me->window_end = d.window_end_ns;
         me->in_window = 1;
     }
     if (ws == me->closed_window) {
@@ -150,12 +164,6 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     if (now < me->window_end) {
         me->until = crit_horizon(t, n, self, now, me->window_end);
         return GS_CC_LAUNCH;
-    }
-    if (me->in_window) {
-        /* Our window is over: our queued work must not run into the next
-         * tenant's window (what does is paid back from later windows). */
-        me->in_window = 0;
-        return GS_CC_DRAIN;
     }
     *wait_until = ws + period;
     return GS_CC_WAIT;

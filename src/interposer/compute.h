@@ -38,8 +38,9 @@
  * this long is no longer believed busy (it may have died mid-kernel). */
 #define GS_CC_CRIT_STALE_NS (100ull * 1000 * 1000)
 /* A tenant whose window begins waits at most this long for the previous
- * owner to finish draining (and then keeps its full window); a tenant that
- * claims to be busy forever can delay the others by no more than this. */
+ * owner to finish draining (its window still ends where it was laid out);
+ * a tenant that claims to be busy forever can delay the others by no more
+ * than this. */
 #define GS_CC_HANDOFF_MAX_NS (10ull * 1000 * 1000)
 #define GS_CC_HANDOFF_POLL_NS (100ull * 1000)
 /* How often a gated best-effort tenant looks again while a critical one runs. */
