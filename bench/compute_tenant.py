@@ -2,6 +2,9 @@
 
   hog:   bf16 matmul loop; counts matmuls finished inside [start+warm, start+warm+secs]
   infer: ResNet-50 (random weights, fp16) requests with think time; latencies
+  --schedule FILE (both modes): instead, work only in the phases the file lists for this
+         tenant ([{"t0": wall time, "t1": .., "on": bool, "think_ms": .., "tag": ..}, ...]),
+         idle in the others, and report per phase (bench/h200_latency_phases.py)
 Both wait for the shared wall-clock start time so tenants overlap exactly.
 Prints one JSON line.
 """
@@ -21,13 +24,71 @@ ap.add_argument("--size", type=int, default=8192)
 ap.add_argument("--batch", type=int, default=8)
 ap.add_argument("--requests", type=int, default=1000)
 ap.add_argument("--think-ms", type=float, default=2.0)
+ap.add_argument("--schedule", help="JSON list of phases (see above)")
+ap.add_argument("--skip", type=float, default=0.3, help="schedule: seconds at a phase's start not counted")
 ap.add_argument("--warm-requests", type=int, default=100,
                 help="infer: requests run after the start time and not counted, so the GPU's "
                 "clocks are up (an idle H200 drops to 345 MHz during the wait)")
 args = ap.parse_args()
 out = {"mode": args.mode, "pid": os.getpid()}
 
-if args.mode == "hog":
+def phases():
+    """This tenant's active phases, in order, waiting for each to begin."""
+    for ph in json.load(open(args.schedule)):
+        if not ph["on"]:
+            continue
+        while time.time() < ph["t0"]:
+            time.sleep(0.0005)
+        yield ph
+
+
+if args.schedule and args.mode == "hog":
+    a = torch.randn(args.size, args.size, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(args.size, args.size, device="cuda", dtype=torch.bfloat16)
+    for _ in range(5):
+        a @ b
+    torch.cuda.synchronize()
+    out["phases"] = []
+    for ph in phases():
+        counted, t_from = 0, ph["t0"] + args.skip
+        while True:
+            for _ in range(4):
+                a @ b
+            torch.cuda.synchronize()
+            now = time.time()
+            if now > ph["t1"]:
+                break
+            if now >= t_from:
+                counted += 4
+        out["phases"].append({"tag": ph["tag"], "matmuls_per_s": counted / (ph["t1"] - t_from)})
+    out["size"] = args.size
+elif args.schedule:
+    import torchvision
+
+    model = torchvision.models.resnet50(weights=None).half().cuda().eval()
+    x = torch.randn(args.batch, 3, 224, 224, device="cuda", dtype=torch.half)
+    out["phases"] = []
+    with torch.no_grad():
+        for _ in range(20):
+            model(x)
+        torch.cuda.synchronize()
+        for ph in phases():
+            lat, busy, t_from = [], 0.0, ph["t0"] + args.skip
+            while time.time() < ph["t1"]:
+                t0 = time.perf_counter()
+                w0 = time.time()
+                model(x)
+                torch.cuda.synchronize()
+                dt = time.perf_counter() - t0
+                if w0 >= t_from:
+                    lat.append(dt)
+                    busy += dt
+                if ph["think_ms"] > 0:
+                    time.sleep(ph["think_ms"] / 1000.0)
+            span = ph["t1"] - t_from
+            out["phases"].append({"tag": ph["tag"], "lat_ms": [round(1000 * v, 4) for v in lat],
+                                  "busy_fraction": busy / span})
+elif args.mode == "hog":
     a = torch.randn(args.size, args.size, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(args.size, args.size, device="cuda", dtype=torch.bfloat16)
     for _ in range(5):

@@ -13,8 +13,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from h200_common import mps_env, mps_control  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--gpuslice", required=True)
@@ -28,6 +30,9 @@ ap.add_argument("--debug-dir", help="keep every tenant's whole stderr here, with
 ap.add_argument("--thinks", default="0,2,10", help="curve: A's think times, ms")
 ap.add_argument("--mps-threads", default="100,50", help="curve: B's MPS thread percentages under gpuslice")
 ap.add_argument("--mps-plain", type=int, default=50, help="curve: B's thread percentage under plain MPS")
+ap.add_argument("--cap-variant", action="append", default=[], metavar="NAME=LIB",
+                help="shares: run the hard caps again with another libgpuslice.so (GPUSLICE_INTERPOSER), "
+                "e.g. one built with a longer window period")
 args = ap.parse_args()
 HERE = os.path.dirname(os.path.abspath(__file__))
 TENANT = os.path.join(HERE, "compute_tenant.py")
@@ -63,26 +68,9 @@ def together(specs, env_extra=None, lead=8.0):
         line = [l for l in o.splitlines() if l.startswith("{")]
         r = json.loads(line[-1]) if line else {"error": err[-800:]}
         r["stderr_tail"] = err[-300:]
+        r["start"] = start  # to find the run in a clock trace
         outs.append(r)
     return outs
-
-
-def mps_env():
-    """Private pipe and log directories for one MPS control daemon."""
-    d = tempfile.mkdtemp(prefix="gs-mps-")
-    env = {"CUDA_MPS_PIPE_DIRECTORY": d + "/pipe", "CUDA_MPS_LOG_DIRECTORY": d + "/log"}
-    os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
-    os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
-    return env
-
-
-def mps_control(env, what):
-    """Starts the daemon of env ("start") or always asks it to quit ("quit")."""
-    e = dict(os.environ, **env)
-    if what == "start":
-        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
-    else:
-        subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
 
 
 def rate_during(hog_out, a_out):
@@ -100,31 +88,51 @@ def hog(gs=None, env=None, size=8192):
 
 
 if args.part in ("shares", "all"):
+    # Solo before and after everything: the GPU's throughput drifts by a few percent
+    # over minutes (power-limited), and every share is relative to it.
     solo_r = together([hog()])[0]
-    solo = solo_r["matmuls_per_s"]
-    print("solo", solo, "gpu time", solo_r.get("gpu_time_fraction"), flush=True)
+    print("solo", solo_r["matmuls_per_s"], "gpu time", solo_r.get("gpu_time_fraction"), flush=True)
     solo_gs = together([hog(["--compute", "100"])])[0]["matmuls_per_s"]
-    sh = {"solo_matmuls_per_s": solo, "solo_under_gpuslice_100": solo_gs, "pairs": {}, "caps": {}}
+    sh = {"solo_first": solo_r["matmuls_per_s"], "solo_under_gpuslice_100": solo_gs, "pairs": {}, "caps": {}}
+    res["shares"] = sh
+    solo = solo_r["matmuls_per_s"]
+
+    def save():
+        json.dump(res, open(args.out, "w"), indent=1)
+
     for a, b in ((25, 75), (30, 70), (50, 50)):
         ra, rb = together([hog(["--compute", str(a)]), hog(["--compute", str(b)])])
         ra.pop("stamps", None)
         rb.pop("stamps", None)
-        sh["pairs"][f"{a}/{b}"] = {"achieved": [100 * ra.get("matmuls_per_s", 0) / solo,
-                                                100 * rb.get("matmuls_per_s", 0) / solo],
-                                   "gpu_time": [100 * ra.get("gpu_time_fraction", 0), 100 * rb.get("gpu_time_fraction", 0)],
-                                   "raw": [ra, rb]}
-        print("pair", a, b, sh["pairs"][f"{a}/{b}"]["achieved"], "gpu time", sh["pairs"][f"{a}/{b}"]["gpu_time"], flush=True)
+        sh["pairs"][f"{a}/{b}"] = {"raw": [ra, rb]}
+        print("pair", a, b, 100 * ra.get("matmuls_per_s", 0) / solo, 100 * rb.get("matmuls_per_s", 0) / solo, flush=True)
+        save()
     # plain time-slicing for reference
     ra, rb = together([hog(), hog()])
-    sh["time_slicing_pair"] = [100 * ra["matmuls_per_s"] / solo, 100 * rb["matmuls_per_s"] / solo]
+    sh["time_slicing_raw"] = [ra.get("matmuls_per_s", 0), rb.get("matmuls_per_s", 0)]
     sh["solo_gpu_time_fraction"] = solo_r.get("gpu_time_fraction")
-    for c in (25, 50, 75):
-        r = together([hog(["--compute", str(c), "--hard-cap"])])[0]
-        r.pop("stamps", None)
-        sh["caps"][str(c)] = {"achieved": 100 * r.get("matmuls_per_s", 0) / solo,
-                              "gpu_time": 100 * r.get("gpu_time_fraction", 0), "raw": r}
-        print("cap", c, sh["caps"][str(c)]["achieved"], "gpu time", sh["caps"][str(c)]["gpu_time"], flush=True)
-    res["shares"] = sh
+    variants = [("default", None)] + [tuple(v.split("=", 1)) for v in args.cap_variant]
+    for vname, lib in variants:
+        for c in (25, 50, 75):
+            env = {"GPUSLICE_INTERPOSER": lib} if lib else None
+            r = together([hog(["--compute", str(c), "--hard-cap"], env=env)])[0]
+            r.pop("stamps", None)
+            key = str(c) if vname == "default" else f"{c}_{vname}"
+            sh["caps"][key] = {"raw": r, "gpu_time": 100 * r.get("gpu_time_fraction", 0)}
+            print("cap", key, 100 * r.get("matmuls_per_s", 0) / solo, flush=True)
+            save()
+    solo_last = together([hog()])[0]["matmuls_per_s"]
+    sh["solo_last"] = solo_last
+    sh["solo_matmuls_per_s"] = solo = (sh["solo_first"] + solo_last) / 2
+    for k, v in sh["pairs"].items():
+        v["achieved"] = [100 * r.get("matmuls_per_s", 0) / solo for r in v["raw"]]
+        print("pair", k, [round(x, 1) for x in v["achieved"]], flush=True)
+    sh["time_slicing_pair"] = [100 * x / solo for x in sh["time_slicing_raw"]]
+    for k, v in sh["caps"].items():
+        v["achieved"] = 100 * v["raw"].get("matmuls_per_s", 0) / solo
+        print("cap", k, round(v["achieved"], 1), flush=True)
+    print("solo first/last", sh["solo_first"], solo_last, flush=True)
+    save()
 
 if args.part in ("latency", "all"):
     lat = {}

@@ -1,0 +1,200 @@
+"""Issue 6, latency protection, measured in interleaved phases (session 3).
+
+  python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --out phases.json \
+      [--batch 8] [--thinks 0,3,8] [--configs native,gs_gate,...] [--reps 3]
+
+Why phases: session 2 measured each variant in its own pair of processes, minutes apart,
+and the same variant gave A's p99 ratio 0.99x in one run and 1.09x in another; the GPU's
+clocks (power-limited at 700 W) and the host drift between runs. Here one pair of
+processes per variant takes turns through a common wall-clock schedule: A alone, A with B,
+B alone, repeated and in rotating order, for each of A's think times. A's p99 "alone" and
+"with B" then come from the same processes, minutes apart at most, and every ratio is
+also given against the native variant's A alone (the issue's reference: no gpuslice, no
+MPS) and B alone.
+
+Variants (--configs):
+  native           plain time-slicing, no gpuslice
+  gs_gate          gpuslice on time-slicing: A --critical, B best-effort (yield = gate)
+  mps_t100         plain NVIDIA MPS, B at all threads
+  mps_t50          plain NVIDIA MPS, B at 50 % active threads
+  gs_mps_t100      gpuslice on MPS: A --critical, B best-effort (yield = bound, MPS client
+                   priority below normal), B at all threads
+  gs_mps_t70, gs_mps_t50   the same with B at 70 / 50 % active threads
+  gs_mps_gate_t70  gpuslice on MPS with yield = gate, B at 70 %
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from h200_common import mps_env, mps_control  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--gpuslice", required=True)
+ap.add_argument("--out", required=True)
+ap.add_argument("--batch", type=int, default=8)
+ap.add_argument("--thinks", default="0,3,8", help="A's think times, ms")
+ap.add_argument("--reps", type=int, default=3, help="A-alone / A-with-B phase pairs per think time")
+ap.add_argument("--requests", type=int, default=1000, help="A's requests at least, per think time and phase kind")
+ap.add_argument("--est-ms", type=float, default=5.5, help="A's expected latency, to size the phases")
+ap.add_argument("--configs", default="native,gs_gate,mps_t100,mps_t50,gs_mps_t100,gs_mps_t70,gs_mps_t50")
+ap.add_argument("--size", type=int, default=4096, help="B's matmul size")
+ap.add_argument("--lead", type=float, default=14.0, help="seconds for both tenants to start up")
+args = ap.parse_args()
+TENANT = os.environ.get("GS_BENCH_TENANT", os.path.join(HERE, "compute_tenant.py"))  # tests: a stand-in
+
+CONFIGS = {
+    # name: (A's gpuslice args or None, B's, MPS underneath, B's extra environment)
+    "native": (None, None, False, {}),
+    "gs_gate": (["--critical"], ["--compute", "100"], False, {}),
+    "mps_t100": (None, None, True, {}),
+    "mps_t50": (None, None, True, {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50"}),
+    "gs_mps_t100": (["--critical", "--sharing", "mps"], ["--compute", "100", "--sharing", "mps"], True, {}),
+    "gs_mps_t70": (["--critical", "--sharing", "mps"],
+                   ["--compute", "100", "--sharing", "mps", "--mps-threads", "70"], True, {}),
+    "gs_mps_t50": (["--critical", "--sharing", "mps"],
+                   ["--compute", "100", "--sharing", "mps", "--mps-threads", "50"], True, {}),
+    "gs_mps_gate_t70": (["--critical", "--sharing", "mps"],
+                        ["--compute", "100", "--sharing", "mps", "--mps-threads", "70", "--yield", "gate"],
+                        True, {}),
+}
+
+
+def schedule(start):
+    """Phases for A and for B: (A alone, A with B) pairs in rotating order per think
+    time, and B-alone phases at the start, middle and end."""
+    thinks = [float(t) for t in args.thinks.split(",")]
+    per_phase = args.requests / args.reps
+    plan = [("B", 0.0)]
+    for i, t in enumerate(thinks):
+        for r in range(args.reps):
+            pair = [("A", t), ("AB", t)] if r % 2 == 0 else [("AB", t), ("A", t)]
+            plan += pair
+        if i == len(thinks) // 2 - 1 or (len(thinks) == 1):
+            plan.append(("B", 0.0))
+    plan.append(("B", 0.0))
+    a, b, t0 = [], [], start
+    for kind, think in plan:
+        length = 2.5 if kind == "B" else 0.3 + per_phase * (args.est_ms + think) / 1000.0
+        tag = f"{kind}@{think:g}"
+        a.append({"t0": t0, "t1": t0 + length, "on": "A" in kind, "think_ms": think, "tag": tag})
+        b.append({"t0": t0, "t1": t0 + length, "on": "B" in kind, "think_ms": 0, "tag": tag})
+        t0 += length
+    return a, b, t0 - start
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, (len(v) * q) // 100)] if v else 0.0
+
+
+def run_config(name):
+    a_gs, b_gs, mps, b_env = CONFIGS[name]
+    start = time.time() + args.lead
+    sa, sb, span = schedule(start)
+    d = tempfile.mkdtemp(prefix="gs-phases-")
+    fa, fb = os.path.join(d, "a.json"), os.path.join(d, "b.json")
+    json.dump(sa, open(fa, "w"))
+    json.dump(sb, open(fb, "w"))
+    procs = []
+    for mode, gs, sched, extra_env in (("infer", a_gs, fa, {}), ("hog", b_gs, fb, b_env)):
+        cmd = [sys.executable, TENANT, mode, "--start", str(start), "--schedule", sched,
+               "--batch", str(args.batch), "--size", str(args.size)]
+        if gs is not None:
+            cmd = [args.gpuslice, "run", "--memory", "24Gi"] + gs + ["--"] + cmd
+        env = dict(os.environ)
+        if mps:
+            env.update(MPS)
+        env.update(extra_env)
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = []
+    for p in procs:
+        o, err = p.communicate(timeout=args.lead + span + 120)
+        line = [x for x in o.splitlines() if x.startswith("{")]
+        outs.append(json.loads(line[-1]) if line else {"error": err[-1500:]})
+    ra, rb = outs
+    if "error" in ra or "error" in rb:
+        return {"error": ra.get("error") or rb.get("error"), "span_s": span}
+    late = [p["tag"] for p in ra["phases"] if not p["lat_ms"]]
+    res = {"span_s": span, "b_alone": [p["matmuls_per_s"] for p in rb["phases"] if p["tag"].startswith("B@")],
+           "thinks": {}, "empty_phases": late}
+    for t in [float(x) for x in args.thinks.split(",")]:
+        alone = [p for p in ra["phases"] if p["tag"] == f"A@{t:g}"]
+        withb = [p for p in ra["phases"] if p["tag"] == f"AB@{t:g}"]
+        brate = [p["matmuls_per_s"] for p in rb["phases"] if p["tag"] == f"AB@{t:g}"]
+        la = [x for p in alone for x in p["lat_ms"]]
+        lw = [x for p in withb for x in p["lat_ms"]]
+        res["thinks"][f"{t:g}"] = {
+            "alone": {"n": len(la), "p50": pct(la, 50), "p99": pct(la, 99),
+                      "p99_per_phase": [pct(p["lat_ms"], 99) for p in alone],
+                      "busy": sum(p["busy_fraction"] for p in alone) / max(1, len(alone))},
+            "with_b": {"n": len(lw), "p50": pct(lw, 50), "p99": pct(lw, 99),
+                       "p99_per_phase": [pct(p["lat_ms"], 99) for p in withb],
+                       "busy": sum(p["busy_fraction"] for p in withb) / max(1, len(withb))},
+            "b_rate": sum(brate) / max(1, len(brate)),
+        }
+    return res
+
+
+res = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "batch": args.batch, "thinks": args.thinks,
+       "reps": args.reps, "size": args.size, "configs": {}}
+
+
+def summarise():
+    """Ratios: against this variant's own A alone and B alone, and against the native
+    variant's (the issue's reference)."""
+    nat = res["configs"].get("native", {})
+    rows = []
+    for name, c in res["configs"].items():
+        if "thinks" not in c:
+            continue
+        b_alone_own = max(c["b_alone"]) if c["b_alone"] else 0
+        b_alone_nat = max(nat.get("b_alone") or [0]) or b_alone_own
+        for t, r in c["thinks"].items():
+            ref = nat.get("thinks", {}).get(t, r)["alone"]["p99"] if nat else r["alone"]["p99"]
+            row = {"config": name, "think_ms": float(t), "A_busy_with_B": round(r["with_b"]["busy"], 3),
+                   "A_busy_alone": round(r["alone"]["busy"], 3),
+                   "p99_alone_ms": round(r["alone"]["p99"], 3), "p99_with_B_ms": round(r["with_b"]["p99"], 3),
+                   "p99_ratio_own": round(r["with_b"]["p99"] / r["alone"]["p99"], 3) if r["alone"]["p99"] else None,
+                   "p99_ratio_native": round(r["with_b"]["p99"] / ref, 3) if ref else None,
+                   "p50_ratio_own": round(r["with_b"]["p50"] / r["alone"]["p50"], 3) if r["alone"]["p50"] else None,
+                   "B_fraction_native": round(r["b_rate"] / b_alone_nat, 3) if b_alone_nat else None,
+                   "B_fraction_own": round(r["b_rate"] / b_alone_own, 3) if b_alone_own else None,
+                   "n_with_B": r["with_b"]["n"]}
+            rows.append(row)
+    res["summary"] = rows
+
+
+MPS = None
+names = [n for n in args.configs.split(",") if n]
+unknown = [n for n in names if n not in CONFIGS]
+if unknown:
+    sys.exit(f"h200_latency_phases: unknown config(s) {unknown}; known: {sorted(CONFIGS)}")
+mps_error = None
+try:
+    for n in names:
+        t = time.time()
+        if CONFIGS[n][2] and MPS is None and mps_error is None:
+            try:
+                MPS = mps_env()
+                mps_control(MPS, "start")
+            except (OSError, subprocess.CalledProcessError) as ex:
+                mps_error = f"MPS daemon did not start: {ex}"
+        if CONFIGS[n][2] and mps_error:
+            res["configs"][n] = {"error": mps_error}
+        else:
+            res["configs"][n] = run_config(n)
+        summarise()
+        json.dump(res, open(args.out, "w"), indent=1)  # saved after every variant
+        for row in res["summary"]:
+            if row["config"] == n:
+                print(json.dumps(row), flush=True)
+        print(f"# {n}: {time.time() - t:.0f} s", res["configs"][n].get("error", ""), flush=True)
+finally:
+    if MPS and not mps_error:
+        mps_control(MPS, "quit")
