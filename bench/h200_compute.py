@@ -134,6 +134,17 @@ if args.part in ("shares", "all"):
     print("solo first/last", sh["solo_first"], solo_last, flush=True)
     save()
 
+if args.part == "pair-debug":
+    # One pair with the controller's debug log kept (--debug-dir): when each window was
+    # entered, waited for, drained, and what debt it left.
+    pd = {}
+    for a, b in ((25, 75),):
+        ra, rb = together([hog(["--compute", str(a)]), hog(["--compute", str(b)])])
+        pd[f"{a}/{b}"] = [ra, rb]
+        print("pair-debug", a, b, ra.get("matmuls_per_s"), rb.get("matmuls_per_s"),
+              ra.get("gpu_time_fraction"), rb.get("gpu_time_fraction"), flush=True)
+    res["pair_debug"] = pd
+
 if args.part in ("latency", "all"):
     lat = {}
     n = 600

@@ -121,7 +121,8 @@ def run_config(name):
     if "error" in ra or "error" in rb:
         return {"error": ra.get("error") or rb.get("error"), "span_s": span}
     late = [p["tag"] for p in ra["phases"] if not p["lat_ms"]]
-    res = {"span_s": span, "b_alone": [p["matmuls_per_s"] for p in rb["phases"] if p["tag"].startswith("B@")],
+    res = {"span_s": span, "phases": [[p["tag"], round(p["t0"], 3), round(p["t1"], 3)] for p in sa],
+           "b_alone": [p["matmuls_per_s"] for p in rb["phases"] if p["tag"].startswith("B@")],
            "thinks": {}, "empty_phases": late}
     for t in [float(x) for x in args.thinks.split(",")]:
         alone = [p for p in ra["phases"] if p["tag"] == f"A@{t:g}"]

@@ -258,6 +258,11 @@ static void cc_slow(CUstream s)
         atomic_store_explicit(&me->window_busy, cc.self.in_window || a == GS_CC_DRAIN,
                               memory_order_relaxed);
         if (a == GS_CC_LAUNCH) {
+            if (cc.self.in_window && cc.self.used_from == now)
+                GS_LOGD("compute window entered at %.3f ms, %.2f ms after its start (hand-over); "
+                        "ends at %.3f ms; debt %.2f ms",
+                        (double)now / 1e6, (double)(now - cc.self.window_start) / 1e6,
+                        (double)cc.self.window_end / 1e6, (double)cc.self.debt / 1e6);
             /* Bound what we queue so a critical tenant, or the next window's
              * owner, waits for little of our work. */
             ring_trim(cc.any_critical ? crit_depth() : RING - 1);
@@ -269,13 +274,17 @@ static void cc_slow(CUstream s)
             uint64_t done = mono_ns();
             gs_cc_drained(&cc.self, done);
             atomic_store_explicit(&me->window_busy, 0, memory_order_relaxed);
-            GS_LOGD("compute window closed: used %.2f ms of %.2f ms (from %.2f ms into the "
-                    "window), debt now %.2f ms",
-                    (double)(done - cc.self.used_from) / 1e6, (double)cc.self.window_len / 1e6,
+            GS_LOGD("compute window closed at %.3f ms: used %.2f ms of %.2f ms (from %.2f ms "
+                    "into the window), debt now %.2f ms",
+                    (double)done / 1e6, (double)(done - cc.self.used_from) / 1e6,
+                    (double)cc.self.window_len / 1e6,
                     (double)(cc.self.used_from - cc.self.window_start) / 1e6,
                     (double)cc.self.debt / 1e6);
             continue;
         }
+        if (wait > now + 1000000)
+            GS_LOGD("compute waiting at %.3f ms until %.3f ms", (double)now / 1e6,
+                    (double)wait / 1e6);
         /* Asleep until our window, we still want the GPU: say so. */
         atomic_store_explicit(&me->demand_ns, wait, memory_order_relaxed);
         sleep_until_ns(wait);
