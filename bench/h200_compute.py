@@ -137,12 +137,19 @@ if args.part in ("shares", "all"):
 if args.part == "pair-debug":
     # One pair with the controller's debug log kept (--debug-dir): when each window was
     # entered, waited for, drained, and what debt it left.
+    # With --cap-variant NAME=LIB, the pair again under each variant library (no log).
     pd = {}
-    for a, b in ((25, 75),):
-        ra, rb = together([hog(["--compute", str(a)]), hog(["--compute", str(b)])])
-        pd[f"{a}/{b}"] = [ra, rb]
-        print("pair-debug", a, b, ra.get("matmuls_per_s"), rb.get("matmuls_per_s"),
+    dbg = args.debug_dir
+    for vname, lib in [("default", None)] + [tuple(v.split("=", 1)) for v in args.cap_variant]:
+        env = {"GPUSLICE_INTERPOSER": lib} if lib else None
+        args.debug_dir = dbg if lib is None else None
+        ra, rb = together([hog(["--compute", "25"], env=env), hog(["--compute", "75"], env=env)])
+        ra.pop("stamps", None)
+        rb.pop("stamps", None)
+        pd[vname] = [ra, rb]
+        print("pair-debug", vname, ra.get("matmuls_per_s"), rb.get("matmuls_per_s"),
               ra.get("gpu_time_fraction"), rb.get("gpu_time_fraction"), flush=True)
+        json.dump(res | {"pair_debug": pd}, open(args.out, "w"), indent=1)
     res["pair_debug"] = pd
 
 if args.part in ("latency", "all"):

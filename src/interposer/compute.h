@@ -43,7 +43,9 @@
  * owner to finish draining (its window still ends where it was laid out);
  * a tenant that claims to be busy forever can delay the others by no more
  * than this. */
+#ifndef GS_CC_HANDOFF_MAX_NS
 #define GS_CC_HANDOFF_MAX_NS (10ull * 1000 * 1000)
+#endif
 #define GS_CC_HANDOFF_POLL_NS (100ull * 1000)
 /* How often a gated best-effort tenant looks again while a critical one runs. */
 #define GS_CC_CRIT_POLL_NS (50ull * 1000)
