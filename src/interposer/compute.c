@@ -169,6 +169,15 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     return GS_CC_WAIT;
 }
 
+uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t last_launch,
+                             uint64_t last_sync)
+{
+    if (drain_end - drain_start >= GS_CC_DRAIN_WAITED_NS)
+        return drain_end;
+    uint64_t seen = last_sync > last_launch ? last_sync : last_launch;
+    return seen && seen < drain_end ? seen : drain_end;
+}
+
 void gs_cc_drained(struct gs_cc_self *me, uint64_t now)
 {
     /* What this window gave us (from our first launch to the end of our

@@ -99,8 +99,21 @@ void gs_cc_decide(const struct gs_cc_tenant *tenants, int n, int self, uint64_t 
 enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_tenant *tenants,
                                       int n, int self, uint64_t now, uint64_t period_ns,
                                       uint64_t *wait_until);
-/* Our queued work finished at now after a GS_CC_DRAIN. */
-void gs_cc_drained(struct gs_cc_self *me, uint64_t now);
+/* Our queued work finished at finished_ns after a GS_CC_DRAIN (see
+ * gs_cc_work_finished); the window is charged up to then. */
+void gs_cc_drained(struct gs_cc_self *me, uint64_t finished_ns);
+
+/* When did our queued work finish, for a drain that ran from drain_start to
+ * drain_end? If the drain had to wait, at its end. If nothing was left to
+ * run, the work finished before we looked: at our last synchronisation that
+ * returned after our last launch (a framework's own sync), else at our last
+ * launch. Without this a tenant that stops launching inside its window (on
+ * the CPU, or idle) would be charged for the whole pause at its next
+ * launch: on the H200 a hog's warm-up and wait for the benchmark's start
+ * cost the 25 % tenant 4 windows of debt, 5 points of its share. */
+#define GS_CC_DRAIN_WAITED_NS (50ull * 1000)
+uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t last_launch,
+                             uint64_t last_sync);
 
 /* Is a critical tenant t busy at now? */
 int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now);

@@ -50,6 +50,7 @@ static struct {
     uint64_t next_scan;
     _Atomic uint64_t until; /* hot path: may launch without asking until then */
     uint64_t last_demand;
+    _Atomic uint64_t last_launch, last_sync; /* when work was last sent / seen finished */
     struct gs_cc_self self;
     CUevent ring[RING];
     int ring_head, ring_n;
@@ -271,7 +272,9 @@ static void cc_slow(CUstream s)
         }
         if (a == GS_CC_DRAIN) {
             drain();
-            uint64_t done = mono_ns();
+            uint64_t done = gs_cc_work_finished(
+                now, mono_ns(), atomic_load_explicit(&cc.last_launch, memory_order_relaxed),
+                atomic_load_explicit(&cc.last_sync, memory_order_relaxed));
             gs_cc_drained(&cc.self, done);
             atomic_store_explicit(&me->window_busy, 0, memory_order_relaxed);
             GS_LOGD("compute window closed at %.3f ms: used %.2f ms of %.2f ms (from %.2f ms "
@@ -298,6 +301,7 @@ static inline void cc_before(CUstream s)
     if (!cc.on)
         return;
     uint64_t now = mono_ns();
+    atomic_store_explicit(&cc.last_launch, now, memory_order_relaxed);
     if (GS_LIKELY(now < atomic_load_explicit(&cc.until, memory_order_acquire))) {
         if (GS_UNLIKELY(now - cc.last_demand > DEMAND_PUBLISH_NS)) {
             cc.last_demand = now;
@@ -371,8 +375,12 @@ static inline void synced(CUresult rc)
 {
     if (rc == CUDA_SUCCESS && gs_g.enforce)
         (void)gs_mem_pools_refresh(); /* a sync is when pools give memory back */
-    if (rc == CUDA_SUCCESS && cc.on && gs_g.limits.priority == GS_PRIO_CRITICAL)
-        atomic_store_explicit(&gs_g.ledger->crit_idle_ns, mono_ns(), memory_order_release);
+    if (rc != CUDA_SUCCESS || !cc.on)
+        return;
+    uint64_t now = mono_ns();
+    atomic_store_explicit(&cc.last_sync, now, memory_order_relaxed);
+    if (gs_g.limits.priority == GS_PRIO_CRITICAL)
+        atomic_store_explicit(&gs_g.ledger->crit_idle_ns, now, memory_order_release);
 }
 
 #define SYNC_HOOK(name, params, args)        \
