@@ -30,6 +30,7 @@ ap.add_argument("--debug-dir", help="keep every tenant's whole stderr here, with
 ap.add_argument("--thinks", default="0,2,10", help="curve: A's think times, ms")
 ap.add_argument("--mps-threads", default="100,50", help="curve: B's MPS thread percentages under gpuslice")
 ap.add_argument("--mps-plain", type=int, default=50, help="curve: B's thread percentage under plain MPS")
+ap.add_argument("--pair", default="25/75", help="pair-debug: the two shares")
 ap.add_argument("--cap-variant", action="append", default=[], metavar="NAME=LIB",
                 help="shares: run the hard caps again with another libgpuslice.so (GPUSLICE_INTERPOSER), "
                 "e.g. one built with a longer window period")
@@ -143,7 +144,8 @@ if args.part == "pair-debug":
     for vname, lib in [("default", None)] + [tuple(v.split("=", 1)) for v in args.cap_variant]:
         env = {"GPUSLICE_INTERPOSER": lib} if lib else None
         args.debug_dir = dbg if lib is None else None
-        ra, rb = together([hog(["--compute", "25"], env=env), hog(["--compute", "75"], env=env)])
+        sa, sb = args.pair.split("/")
+        ra, rb = together([hog(["--compute", sa], env=env), hog(["--compute", sb], env=env)])
         ra.pop("stamps", None)
         rb.pop("stamps", None)
         pd[vname] = [ra, rb]
