@@ -30,6 +30,7 @@ ap.add_argument("--debug-dir", help="keep every tenant's whole stderr here, with
 ap.add_argument("--thinks", default="0,2,10", help="curve: A's think times, ms")
 ap.add_argument("--mps-threads", default="100,50", help="curve: B's MPS thread percentages under gpuslice")
 ap.add_argument("--mps-plain", type=int, default=50, help="curve: B's thread percentage under plain MPS")
+ap.add_argument("--no-caps", action="store_true", help="shares: pairs only")
 ap.add_argument("--pair", default="25/75", help="pair-debug: the two shares")
 ap.add_argument("--cap-variant", action="append", default=[], metavar="NAME=LIB",
                 help="shares: run the hard caps again with another libgpuslice.so (GPUSLICE_INTERPOSER), "
@@ -113,7 +114,7 @@ if args.part in ("shares", "all"):
     sh["time_slicing_raw"] = [ra.get("matmuls_per_s", 0), rb.get("matmuls_per_s", 0)]
     sh["solo_gpu_time_fraction"] = solo_r.get("gpu_time_fraction")
     variants = [("default", None)] + [tuple(v.split("=", 1)) for v in args.cap_variant]
-    for vname, lib in variants:
+    for vname, lib in variants if not args.no_caps else []:
         for c in (25, 50, 75):
             env = {"GPUSLICE_INTERPOSER": lib} if lib else None
             r = together([hog(["--compute", str(c), "--hard-cap"], env=env)])[0]

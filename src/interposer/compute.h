@@ -111,7 +111,7 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t finished_ns);
  * the CPU, or idle) would be charged for the whole pause at its next
  * launch: on the H200 a hog's warm-up and wait for the benchmark's start
  * cost the 25 % tenant 4 windows of debt, 5 points of its share. */
-#define GS_CC_DRAIN_WAITED_NS (50ull * 1000)
+#define GS_CC_DRAIN_WAITED_NS (200ull * 1000)
 uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t last_launch,
                              uint64_t last_sync);
 

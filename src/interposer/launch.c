@@ -271,9 +271,10 @@ static void cc_slow(CUstream s)
             break;
         }
         if (a == GS_CC_DRAIN) {
+            uint64_t drain_start = mono_ns(); /* not `now`: a peer scan may lie between */
             drain();
             uint64_t done = gs_cc_work_finished(
-                now, mono_ns(), atomic_load_explicit(&cc.last_launch, memory_order_relaxed),
+                drain_start, mono_ns(), atomic_load_explicit(&cc.last_launch, memory_order_relaxed),
                 atomic_load_explicit(&cc.last_sync, memory_order_relaxed));
             gs_cc_drained(&cc.self, done);
             atomic_store_explicit(&me->window_busy, 0, memory_order_relaxed);
