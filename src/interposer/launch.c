@@ -302,8 +302,10 @@ static inline void cc_before(CUstream s)
     if (!cc.on)
         return;
     uint64_t now = mono_ns();
-    atomic_store_explicit(&cc.last_launch, now, memory_order_relaxed);
     if (GS_LIKELY(now < atomic_load_explicit(&cc.until, memory_order_acquire))) {
+        /* Stamped once this launch may go: a drain decided for it must see the
+         * previous launch, not this one. */
+        atomic_store_explicit(&cc.last_launch, now, memory_order_relaxed);
         if (GS_UNLIKELY(now - cc.last_demand > DEMAND_PUBLISH_NS)) {
             cc.last_demand = now;
             atomic_store_explicit(&gs_g.ledger->demand_ns, now, memory_order_relaxed);
@@ -316,6 +318,7 @@ static inline void cc_before(CUstream s)
         return;
     }
     cc_slow(s);
+    atomic_store_explicit(&cc.last_launch, mono_ns(), memory_order_relaxed);
 }
 
 static inline void cc_after(CUstream s)

@@ -59,6 +59,8 @@ static pid_t spawn(const struct slice *s, const char *extra_env, int *out_fd,
     assert_true(pid >= 0);
     if (pid == 0) {
         dup2(pfd[1], 1);
+        if (extra_env && !strncmp(extra_env, "GPUSLICE_LOG_LEVEL=", 19))
+            dup2(pfd[1], 2); /* a test that asks for the log reads it with the output */
         close(pfd[0]);
         close(pfd[1]);
         char lib[PATH_MAX + 32], sim[PATH_MAX + 32], worker[PATH_MAX + 32];
@@ -523,6 +525,34 @@ static void test_best_effort_yields_to_critical(void **st)
     gs_ledger_close(cl);
 }
 
+/* Wiring of the window accounting: a share tenant that synchronises and
+ * then pauses past its window's end is charged, when it launches again, for
+ * the work it ran, not for the pause (on the H200 a benchmark's start-up
+ * pause cost a tenant four windows of debt). */
+static void test_pause_past_window_not_charged(void **st)
+{
+    (void)st;
+    struct slice s;
+    mkslice(&s, GiB);
+    struct gs_limits l;
+    gs_error err;
+    assert_int_equal(gs_limits_load(s.p.limits, &l, &err), 0);
+    l.compute = 50;
+    assert_int_equal(gs_limits_write(s.p.limits, &l, &err), 0);
+    const char *args[] = {"direct", "launch-pause", "3", "450", NULL};
+    const char *out = run(&s, "GPUSLICE_LOG_LEVEL=debug", args);
+    assert_int_equal(field(out, "launched "), 6);
+    /* Alone it has the whole 200 ms period as its window; the pause runs
+     * past its end, so the next launch closes it. */
+    const char *closed = strstr(out, "compute window closed");
+    if (!closed)
+        fail_msg("no window closed: %s", out);
+    long used_ms = field(closed, "used ");
+    if (used_ms >= 100)
+        fail_msg("a pause was charged as GPU use: %s", closed);
+    assert_non_null(strstr(closed, "debt now 0.00 ms"));
+}
+
 static int setup_all(void **st)
 {
     (void)st;
@@ -544,6 +574,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_passthrough_without_slice),
+        cmocka_unit_test(test_pause_past_window_not_charged),
         cmocka_unit_test(test_cap_every_way),
         cmocka_unit_test(test_wrappers_answer_every_way),
         cmocka_unit_test(test_every_path_charges_and_frees),

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -397,6 +398,24 @@ int main(int argc, char **argv)
             if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
                 return 4;
         printf("launched %ld\n", n);
+        return 0;
+    }
+    if (!strcmp(s, "launch-pause") && argc > 4) {
+        /* A framework that launches, synchronises, then stays on the CPU (or
+         * idle) for argv[4] ms before it launches again. */
+        long n = strtol(argv[3], NULL, 10), ms = strtol(argv[4], NULL, 10);
+        for (int round = 0; round < 2; round++) {
+            for (long i = 0; i < n; i++)
+                if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+                    return 4;
+            if (A.cuCtxSynchronize() != 0)
+                return 4;
+            if (round == 0) {
+                struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+        }
+        printf("launched %ld\n", 2 * n);
         return 0;
     }
     if (!strcmp(s, "nvml") && argc > 3) {
