@@ -49,6 +49,17 @@ static void mkslice(struct slice *s, uint64_t cap)
         fail_msg("slice: %s", err.msg);
 }
 
+/* Rewrites a slice's limits (as the agent would) with a compute share and a class. */
+static void set_compute(const struct slice *s, unsigned compute, int priority)
+{
+    struct gs_limits l;
+    gs_error err;
+    assert_int_equal(gs_limits_load(s->p.limits, &l, &err), 0);
+    l.compute = compute;
+    l.priority = priority;
+    assert_int_equal(gs_limits_write(s->p.limits, &l, &err), 0);
+}
+
 /* Starts gs-worker with the slice (NULL = no slice); returns pid, stdout fd. */
 static pid_t spawn(const struct slice *s, const char *extra_env, int *out_fd,
                    const char *const *args)
@@ -412,11 +423,7 @@ static void test_truncated_peer_ledger_is_harmless(void **st)
     struct slice bad, me;
     mkslice(&bad, GiB);
     mkslice(&me, GiB);
-    struct gs_limits l;
-    gs_error err;
-    assert_int_equal(gs_limits_load(me.p.limits, &l, &err), 0);
-    l.compute = 50;
-    assert_int_equal(gs_limits_write(me.p.limits, &l, &err), 0);
+    set_compute(&me, 50, GS_PRIO_BEST_EFFORT);
     assert_int_equal(truncate(bad.p.ledger, 10), 0);
     const char *args[] = {"direct", "launch", "50", NULL};
     assert_int_equal(field(run(&me, NULL, args), "launched "), 50);
@@ -486,14 +493,8 @@ static void test_best_effort_yields_to_critical(void **st)
     struct slice crit, be;
     mkslice(&crit, GiB);
     mkslice(&be, GiB);
-    struct gs_limits l;
-    gs_error err;
-    assert_int_equal(gs_limits_load(crit.p.limits, &l, &err), 0);
-    l.priority = GS_PRIO_CRITICAL;
-    assert_int_equal(gs_limits_write(crit.p.limits, &l, &err), 0);
-    assert_int_equal(gs_limits_load(be.p.limits, &l, &err), 0);
-    l.compute = 50;
-    assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
+    set_compute(&crit, 0, GS_PRIO_CRITICAL);
+    set_compute(&be, 50, GS_PRIO_BEST_EFFORT);
     /* We play the critical tenant: a live owner with work in flight. */
     struct gs_ledger *cl = ledger(&crit);
     assert_true(gs_ledger_claim(cl, getpid(), gs_ledger_proc_starttime(getpid())) >= 0);
@@ -534,11 +535,7 @@ static void test_pause_past_window_not_charged(void **st)
     (void)st;
     struct slice s;
     mkslice(&s, GiB);
-    struct gs_limits l;
-    gs_error err;
-    assert_int_equal(gs_limits_load(s.p.limits, &l, &err), 0);
-    l.compute = 50;
-    assert_int_equal(gs_limits_write(s.p.limits, &l, &err), 0);
+    set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
     const char *args[] = {"direct", "launch-pause", "3", "450", NULL};
     const char *out = run(&s, "GPUSLICE_LOG_LEVEL=debug", args);
     assert_int_equal(field(out, "launched "), 6);
