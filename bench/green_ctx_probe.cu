@@ -69,7 +69,7 @@ int main(int argc, char **argv)
     cudaFree(0); /* the runtime's primary context */
     cudaMalloc(&d_sm, sizeof h_sm);
     const char *mps = getenv("CUDA_MPS_PIPE_DIRECTORY");
-    printf("{\"mps_pipe\": \"%s\",\n", mps ? mps : "");
+    printf("{\"mps_pipe\": \"%s\"\n", mps ? mps : "");
     long long spin = 200000; /* clocks per block: ~0.1 ms at 2 GHz */
 
     double t = now_ms();

@@ -1,0 +1,46 @@
+"""Markdown table of h200_latency_phases.py results (one or more JSON files).
+
+  python3 bench/phases_table.py bench/results/2026-11-30-session3/phases-*.json
+
+Per variant, batch and think time: A's busy fraction with B, A's p99 alone and with B
+(pooled over the phases), the p99 ratio against the variant's own A-alone phases and
+against the native variant's (the issue's reference: no gpuslice, no MPS), and B's
+throughput while A runs against native B alone. A file without a native variant takes
+the native reference of another file with the same batch and think time (marked *).
+"""
+import json
+import statistics
+import sys
+
+runs = [(p, json.load(open(p))) for p in sys.argv[1:]]
+native_alone = {}  # (batch, think) -> (p99, file)
+native_b = []
+for path, r in runs:
+    nat = r["configs"].get("native")
+    if nat and "thinks" in nat:
+        native_b.append(max(nat["b_alone"]))
+        for t, v in nat["thinks"].items():
+            native_alone.setdefault((r["batch"], t), (v["alone"]["p99"], path))
+b_ref = statistics.median(native_b) if native_b else None
+
+print("| batch | variant | think ms | A busy | A p99 alone (own) ms | A p99 with B ms | p99 / own alone "
+      "| p99 / native alone | B / native solo |")
+print("|---|---|---|---|---|---|---|---|---|")
+rows = []
+for path, r in runs:
+    for name, c in r["configs"].items():
+        if "thinks" not in c:
+            continue
+        for t, v in c["thinks"].items():
+            ref, src = native_alone.get((r["batch"], t), (None, None))
+            own = v["with_b"]["p99"] / v["alone"]["p99"] if v["alone"]["p99"] else float("nan")
+            nat = v["with_b"]["p99"] / ref if ref else float("nan")
+            mark = "" if src == path else "*"
+            bf = v["b_rate"] / b_ref if b_ref else float("nan")
+            rows.append((r["batch"], name, float(t),
+                         f"| {r['batch']} | {name} | {t} | {v['with_b']['busy']:.2f} | {v['alone']['p99']:.2f} "
+                         f"| {v['with_b']['p99']:.2f} | {own:.2f} | {nat:.2f}{mark} | {bf:.2f} |"))
+for row in sorted(rows, key=lambda x: (-x[0], x[2], x[1])):
+    print(row[3])
+print(f"\nB's native solo throughput (median of the native variants' best B-alone phase): "
+      f"{b_ref:.0f} matmuls/s" if b_ref else "")
