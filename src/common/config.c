@@ -215,3 +215,59 @@ void gs_config_help(const struct gs_cfg_entry *tab, size_t n, FILE *out)
         fprintf(out, "  %-22s %s (default: %s)\n", tab[i].name, tab[i].help,
                 tab[i].def ? tab[i].def : "none");
 }
+
+/* The idx-th name of a '|'-separated list, into buf; NULL if there is none. */
+static const char *enum_name(const char *choices, int idx, char *buf, size_t len)
+{
+    const char *p = choices;
+    for (int i = 0; p && i < idx; i++) {
+        p = strchr(p, '|');
+        if (p)
+            p++;
+    }
+    if (!p || idx < 0)
+        return NULL;
+    size_t n = strcspn(p, "|");
+    if (n == 0 || n >= len)
+        return NULL;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+int gs_config_write(const struct gs_cfg_entry *tab, size_t n, const void *obj, FILE *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct gs_cfg_entry *e = &tab[i];
+        const char *field = (const char *)obj + e->offset;
+        uint64_t u;
+        unsigned pct;
+        int v;
+        char name[64];
+        switch (e->type) {
+        case GS_CFG_BYTES:
+        case GS_CFG_UINT:
+            memcpy(&u, field, sizeof u);
+            fprintf(out, "%s = %llu\n", e->name, (unsigned long long)u);
+            break;
+        case GS_CFG_PERCENT:
+            memcpy(&pct, field, sizeof pct);
+            fprintf(out, "%s = %u\n", e->name, pct);
+            break;
+        case GS_CFG_BOOL:
+            memcpy(&v, field, sizeof v);
+            fprintf(out, "%s = %s\n", e->name, v ? "true" : "false");
+            break;
+        case GS_CFG_STRING: fprintf(out, "%s = %.*s\n", e->name, (int)e->max, field); break;
+        case GS_CFG_ENUM:
+            memcpy(&v, field, sizeof v);
+            if (!enum_name(e->choices, v, name, sizeof name)) {
+                errno = EINVAL;
+                return -1;
+            }
+            fprintf(out, "%s = %s\n", e->name, name);
+            break;
+        }
+    }
+    return 0;
+}

@@ -42,5 +42,8 @@ int gs_config_parse_text(const struct gs_cfg_entry *tab, size_t n, void *obj, co
 int gs_config_load_file(const struct gs_cfg_entry *tab, size_t n, void *obj, const char *path,
                         gs_error *err);
 void gs_config_help(const struct gs_cfg_entry *tab, size_t n, FILE *out);
+/* Writes every setting of obj as "name = value" lines that gs_config_parse_text
+ * reads back; -1 (errno EINVAL) if a field holds no valid value (an enum out of range). */
+int gs_config_write(const struct gs_cfg_entry *tab, size_t n, const void *obj, FILE *out);
 
 #endif

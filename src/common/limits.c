@@ -21,12 +21,15 @@ const struct gs_cfg_entry gs_limits_table[] = {
      "share: guaranteed, work-conserving; cap: never above"},
     {"priority", GS_CFG_ENUM, F(priority), 0, 0, "best-effort", "best-effort|critical",
      "scheduling class"},
-    {"yield", GS_CFG_ENUM, F(yield), 0, 0, "gate", "gate|bound",
-     "next to a busy critical tenant: gate = stop launching, bound = keep one kernel in flight"},
+    {"yield", GS_CFG_ENUM, F(yield), 0, 0, "gate", "gate|bound|shrink",
+     "next to a busy critical tenant: gate = stop launching, bound = keep one kernel in flight, "
+     "shrink = keep launching on green_sms SMs (MPS)"},
     {"sharing", GS_CFG_ENUM, F(sharing), 0, 0, "timeslice", "timeslice|mps",
      "timeslice: contexts take turns on the GPU; mps: they run side by side as MPS clients"},
     {"mps_threads", GS_CFG_UINT, F(mps_threads), 0, 100, "0", NULL,
      "MPS active thread percentage for this tenant (0 = not limited)"},
+    {"green_sms", GS_CFG_UINT, F(green_sms), 0, 4096, "0", NULL,
+     "yield = shrink: SMs this tenant keeps while a critical tenant is busy (0 = half the GPU)"},
     {"context_reserve", GS_CFG_UINT, F(context_reserve), 0, UINT64_MAX, "0", NULL,
      "device memory reserved outside the slice for the CUDA context, bytes"},
     {"simulated", GS_CFG_BOOL, F(simulated), 0, 0, "false", NULL,
@@ -52,10 +55,6 @@ int gs_limits_load(const char *path, struct gs_limits *l, gs_error *err)
 
 int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err)
 {
-    static const char *const modes[] = {"share", "cap"};
-    static const char *const prios[] = {"best-effort", "critical"};
-    static const char *const yields[] = {"gate", "bound"};
-    static const char *const sharings[] = {"timeslice", "mps"};
     char tmp[4096];
     int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     if (n < 0 || (size_t)n >= sizeof tmp)
@@ -70,17 +69,18 @@ int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err)
         unlink(tmp);
         return gs_error_set(err, GS_EIO, "cannot write %s: %s", tmp, strerror(errno));
     }
-    fprintf(f,
-            "# gpuslice slice limits, written by the agent (or gpuslice run); read-only to the "
-            "tenant.\n"
-            "version = %d\nmemory = %llu\ncompute = %llu\ncompute_mode = %s\npriority = %s\n"
-            "yield = %s\nsharing = %s\nmps_threads = %llu\ncontext_reserve = %llu\nsimulated = "
-            "%s\ndevice = %s\nslice_id = %s\n",
-            GS_LIMITS_VERSION, (unsigned long long)l->memory, (unsigned long long)l->compute,
-            modes[l->compute_mode & 1], prios[l->priority & 1], yields[l->yield & 1],
-            sharings[l->sharing & 1], (unsigned long long)l->mps_threads,
-            (unsigned long long)l->context_reserve, l->simulated ? "true" : "false", l->device,
-            l->slice_id);
+    fprintf(f, "# gpuslice slice limits, written by the agent (or gpuslice run); read-only to "
+               "the tenant.\n");
+    struct gs_limits out = *l;
+    out.version = GS_LIMITS_VERSION;
+    if (gs_config_write(gs_limits_table, gs_limits_table_len, &out, f) < 0) {
+        fclose(f);
+        unlink(tmp);
+        return gs_error_set(err, GS_EINVAL,
+                            "limits for '%s' hold a value the file format has no name for (a "
+                            "mode, priority, yield or sharing out of range)",
+                            l->slice_id);
+    }
     if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
         fclose(f);
         unlink(tmp);
