@@ -1,15 +1,21 @@
 #!/bin/sh
-# Issue 6's next device call (prepared in session 2, not yet run): pairs measured longer
-# with the controller's per-window log kept, then the latency curve at batch 1.
+# Issue 6's next device call (prepared in session 3, not yet run): shares and hard caps
+# after fix 4 (a launch stamps its time only once it may go), the 30/70 pair's window
+# log to confirm no pause is charged, and the green-context probe again.
+# The device tool brings back at most 8 files: logs travel as one tarball.
 #   sh bench/h200_issue6_next.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
-make -s minimal >/dev/null
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,utilization.gpu --format=csv -lms 250 > "$OUT/clocks.csv" 2>/dev/null &
-SMI=$!
-timeout 250 python3 bench/h200_compute.py --gpuslice build-minimal/gpuslice --part shares --secs 15 \
-    --debug-dir "$OUT/controller-logs" --out "$OUT/shares.json" > "$OUT/shares.log" 2>&1
-timeout 300 python3 bench/h200_compute.py --gpuslice build-minimal/gpuslice --part curve --batch 1 \
-    --thinks 0,2,10 --mps-threads 100 --out "$OUT/curve-b1.json" > "$OUT/curve-b1.log" 2>&1
-kill $SMI
-grep -h -v "^{" "$OUT/shares.log" "$OUT/curve-b1.log" | tail -40
+make -s minimal >/dev/null || exit 1
+python3 bench/clock_trace.py "$OUT/clocks.csv" --every-ms 10 &
+CLK=$!
+timeout 230 python3 bench/h200_compute.py --gpuslice build-minimal/gpuslice --part shares --secs 8 \
+    --out "$OUT/shares.json" > "$OUT/shares.log" 2>&1
+grep -E "^(pair|cap|solo)" "$OUT/shares.log" | tail -9
+L=$(mktemp -d)
+timeout 60 python3 bench/h200_compute.py --gpuslice build-minimal/gpuslice --part pair-debug --pair 30/70 \
+    --secs 8 --debug-dir "$L" --out "$OUT/pair-debug.json" > "$OUT/pair-debug.log" 2>&1
+grep pair-debug "$OUT/pair-debug.log"
+grep -h "window closed" "$L"/* | awk '{print $10}' | sort -n | tail -3   # largest "used": no pause
+kill $CLK
+tar czf "$OUT/logs.tgz" -C "$L" . && gzip -f "$OUT/clocks.csv"
