@@ -16,6 +16,6 @@ L=$(mktemp -d)
 timeout 60 python3 bench/h200_compute.py --gpuslice build-minimal/gpuslice --part pair-debug --pair 30/70 \
     --secs 8 --debug-dir "$L" --out "$OUT/pair-debug.json" > "$OUT/pair-debug.log" 2>&1
 grep pair-debug "$OUT/pair-debug.log"
-grep -h "window closed" "$L"/* | awk '{print $10}' | sort -n | tail -3   # largest "used": no pause
+grep -h "window closed" "$L"/* | awk '{print $11}' | sort -n | tail -3   # largest "used": no pause
 kill $CLK
 tar czf "$OUT/logs.tgz" -C "$L" . && gzip -f "$OUT/clocks.csv"
