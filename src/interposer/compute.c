@@ -108,6 +108,12 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
 {
     struct gs_cc_decision d;
     gs_cc_decide(t, n, self, now, period, me->debt, &d);
+    if (d.window_len_ns && me->debt > GS_CC_DEBT_MAX_WINDOWS * d.window_len_ns) {
+        /* Debt run up with a long window (alone), paid with a short one (next to
+         * others), would keep us out for many more than GS_CC_DEBT_MAX_WINDOWS. */
+        me->debt = GS_CC_DEBT_MAX_WINDOWS * d.window_len_ns;
+        gs_cc_decide(t, n, self, now, period, me->debt, &d);
+    }
     me->until = 0;
     if (d.gated_by_critical || !d.window_len_ns) {
         /* Not share-controlled (or a critical tenant is busy): decide said it all. */
@@ -190,6 +196,7 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t now)
         me->debt += used - promised;
     else
         me->debt = me->debt > promised - used ? me->debt - (promised - used) : 0;
-    if (me->debt > 4 * promised)
-        me->debt = 4 * promised; /* never starve for long on one bad measurement */
+    if (me->debt > GS_CC_DEBT_MAX_WINDOWS * promised)
+        me->debt =
+            GS_CC_DEBT_MAX_WINDOWS * promised; /* never starve for long on one bad measurement */
 }

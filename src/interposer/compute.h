@@ -43,6 +43,9 @@
  * owner to finish draining (its window still ends where it was laid out);
  * a tenant that claims to be busy forever can delay the others by no more
  * than this. */
+/* Debt is never more than this many of the tenant's current windows: one bad
+ * measurement, or a window that shrank when others arrived, costs at most that. */
+#define GS_CC_DEBT_MAX_WINDOWS 4
 #ifndef GS_CC_HANDOFF_MAX_NS
 #define GS_CC_HANDOFF_MAX_NS (10ull * 1000 * 1000)
 #endif

@@ -331,6 +331,30 @@ static void test_pause_in_window_is_not_charged(void **st)
         fail_msg("after a pause inside its window the 25%% tenant got %.1f%%", pa);
 }
 
+/* Debt run up alone (a 200 ms window) is capped at four of the windows the
+ * tenant has once another arrives (60 ms), not paid off at 60 ms a period. */
+static void test_debt_capped_by_current_window(void **st)
+{
+    (void)st;
+    struct sim s = {.split = UINT64_MAX}; /* set below */
+    struct sim_tenant *a = add(&s, "lumpy-a", 30, 0);
+    a->kernel_ns = 1640 * US;
+    a->batch = 4;
+    run(&s, 1 * SEC);
+    a->me.debt = 800 * MS; /* the most a 200 ms window allows */
+    struct sim_tenant *b = add(&s, "lumpy-b", 70, 0);
+    b->kernel_ns = 1640 * US;
+    b->batch = 4;
+    b->pub.demand_ns = s.now;
+    s.split = s.now + 1200 * MS; /* 4 windows of 60 ms are paid within 4 periods */
+    run(&s, s.split + 2 * SEC);
+    double pa = pct(a, 1, 2 * SEC);
+    print_message("30 %% tenant after 800 ms of debt from its lone window: %.1f%% (other %.1f%%)\n",
+                  pa, pct(b, 1, 2 * SEC));
+    if (pa < 27.0)
+        fail_msg("debt from a lone window kept the 30%% tenant at %.1f%%", pa);
+}
+
 static void test_hard_cap(void **st)
 {
     (void)st;
@@ -488,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_hard_cap),
         cmocka_unit_test(test_lumpy_work_still_converges),
         cmocka_unit_test(test_pause_in_window_is_not_charged),
+        cmocka_unit_test(test_debt_capped_by_current_window),
         cmocka_unit_test(test_critical_yields),
         cmocka_unit_test(test_critical_stamp_after_our_clock),
         cmocka_unit_test(test_bound_mode_keeps_best_effort_running),
