@@ -196,7 +196,7 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t now)
         me->debt += used - promised;
     else
         me->debt = me->debt > promised - used ? me->debt - (promised - used) : 0;
+    /* Never starve for long on one bad measurement. */
     if (me->debt > GS_CC_DEBT_MAX_WINDOWS * promised)
-        me->debt =
-            GS_CC_DEBT_MAX_WINDOWS * promised; /* never starve for long on one bad measurement */
+        me->debt = GS_CC_DEBT_MAX_WINDOWS * promised;
 }

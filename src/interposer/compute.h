@@ -39,13 +39,13 @@
 /* A critical tenant that launched but neither synchronised nor launched for
  * this long is no longer believed busy (it may have died mid-kernel). */
 #define GS_CC_CRIT_STALE_NS (100ull * 1000 * 1000)
+/* Debt is never more than this many of the tenant's current windows: one bad
+ * measurement, or a window that shrank when others arrived, costs at most that. */
+#define GS_CC_DEBT_MAX_WINDOWS 4
 /* A tenant whose window begins waits at most this long for the previous
  * owner to finish draining (its window still ends where it was laid out);
  * a tenant that claims to be busy forever can delay the others by no more
  * than this. */
-/* Debt is never more than this many of the tenant's current windows: one bad
- * measurement, or a window that shrank when others arrived, costs at most that. */
-#define GS_CC_DEBT_MAX_WINDOWS 4
 #ifndef GS_CC_HANDOFF_MAX_NS
 #define GS_CC_HANDOFF_MAX_NS (10ull * 1000 * 1000)
 #endif
@@ -112,8 +112,8 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t finished_ns);
  * returned after our last launch (a framework's own sync), else at our last
  * launch. Without this a tenant that stops launching inside its window (on
  * the CPU, or idle) would be charged for the whole pause at its next
- * launch: on the H200 a hog's warm-up and wait for the benchmark's start
- * cost the 25 % tenant 4 windows of debt, 5 points of its share. */
+ * launch: on the H200 a benchmark's start-up pause cost a tenant 800 ms of
+ * debt, 13 skipped windows and 5 points of its share. */
 #define GS_CC_DRAIN_WAITED_NS (200ull * 1000)
 uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t last_launch,
                              uint64_t last_sync);
