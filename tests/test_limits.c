@@ -27,7 +27,8 @@ static void test_round_trip(void **st)
     l.compute = 30;
     l.compute_mode = GS_COMPUTE_CAP;
     l.priority = GS_PRIO_CRITICAL;
-    l.yield = GS_YIELD_BOUND;
+    l.yield = GS_YIELD_SHRINK;
+    l.green_sms = 64;
     l.sharing = GS_SHARING_MPS;
     l.mps_threads = 70;
     l.context_reserve = 608ull << 20;
@@ -41,7 +42,8 @@ static void test_round_trip(void **st)
     assert_int_equal(back.compute, 30);
     assert_int_equal(back.compute_mode, GS_COMPUTE_CAP);
     assert_int_equal(back.priority, GS_PRIO_CRITICAL);
-    assert_int_equal(back.yield, GS_YIELD_BOUND);
+    assert_int_equal(back.yield, GS_YIELD_SHRINK);
+    assert_int_equal(back.green_sms, 64);
     assert_int_equal(back.sharing, GS_SHARING_MPS);
     assert_int_equal(back.mps_threads, 70);
     assert_int_equal(back.context_reserve, l.context_reserve);
@@ -55,7 +57,8 @@ static void test_round_trip(void **st)
     size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[n] = '\0';
-    assert_non_null(strstr(text, "\nyield = bound\n"));
+    assert_non_null(strstr(text, "\nyield = shrink\n"));
+    assert_non_null(strstr(text, "\ngreen_sms = 64\n"));
     assert_non_null(strstr(text, "\ncompute_mode = cap\n"));
     assert_non_null(strstr(text, "\npriority = critical\n"));
 }

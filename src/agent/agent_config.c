@@ -42,9 +42,10 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
      "gpuslice.io/realtime slots per GPU (0 = not advertised)"},
     {"compute_mode", GS_CFG_ENUM, F(compute_mode), 0, 0, "share", "share|cap",
      "share: guaranteed and work-conserving; cap: never above the share"},
-    {"critical_yield", GS_CFG_ENUM, F(critical_yield), 0, 0, "auto", "auto|gate|bound",
+    {"critical_yield", GS_CFG_ENUM, F(critical_yield), 0, 0, "auto", "auto|gate|bound|shrink",
      "best-effort slices next to a busy realtime one: gate = stop launching, bound = keep one "
-     "kernel in flight; auto = bound with compute_sharing mps, else gate (docs/compute.md)"},
+     "kernel in flight, shrink = bound on besteffort_green_sms SMs (MPS); auto = bound with "
+     "compute_sharing mps, else gate (docs/compute.md)"},
     {"compute_sharing", GS_CFG_ENUM, F(compute_sharing), 0, 0, "timeslice", "timeslice|mps",
      "timeslice: tenants' contexts take turns (every GPU); mps: they run side by side as "
      "clients of the node's NVIDIA MPS daemon, one fault domain (docs/compute.md)"},
@@ -57,6 +58,9 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
      "daemon does not share the host's IPC namespace with the Pods (empty = none)"},
     {"besteffort_mps_threads", GS_CFG_UINT, F(besteffort_mps_threads), 0, 100, "0", NULL,
      "compute_sharing mps: active thread percentage of best-effort slices (0 = all threads)"},
+    {"besteffort_green_sms", GS_CFG_UINT, F(besteffort_green_sms), 0, 4096, "0", NULL,
+     "critical_yield shrink: SMs a best-effort slice keeps while a realtime one is busy "
+     "(0 = half the GPU's)"},
     {"device_list_strategy", GS_CFG_ENUM, F(device_list_strategy), 0, 0, "envvar",
      "envvar|cdi-annotations|cdi-cri", "how the GPU is named to the runtime"},
     {"cdi_kind", GS_CFG_STRING, F(cdi_kind), 0, S(cdi_kind), "nvidia.com/gpu", NULL,

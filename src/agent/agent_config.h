@@ -10,7 +10,12 @@
 
 enum gs_dls { GS_DLS_ENVVAR, GS_DLS_CDI_ANNOTATIONS, GS_DLS_CDI_CRI };
 /* critical_yield: auto = bound with compute_sharing = mps, gate with timeslice. */
-enum gs_agent_yield { GS_AGENT_YIELD_AUTO, GS_AGENT_YIELD_GATE, GS_AGENT_YIELD_BOUND };
+enum gs_agent_yield {
+    GS_AGENT_YIELD_AUTO,
+    GS_AGENT_YIELD_GATE,
+    GS_AGENT_YIELD_BOUND,
+    GS_AGENT_YIELD_SHRINK
+};
 /* Where containers find the MPS control daemon when compute_sharing = mps. */
 #define GS_CONTAINER_MPS_DIR "/run/gpuslice/mps"
 
@@ -33,6 +38,7 @@ struct gs_agent_config {
     int compute_sharing;    /* enum gs_exec_sharing: time-slicing or NVIDIA MPS underneath */
     char mps_pipe_dir[256]; /* host: the MPS control daemon's CUDA_MPS_PIPE_DIRECTORY */
     char mps_shm_dir[256];  /* host: shared memory the MPS clients need at /dev/shm ("" = none) */
+    uint64_t besteffort_green_sms;   /* critical_yield = shrink: SMs kept, 0 = half the GPU */
     uint64_t besteffort_mps_threads; /* MPS active thread % for best-effort slices, 0 = all */
     int device_list_strategy;        /* enum gs_dls */
     char cdi_kind[64];

@@ -33,8 +33,11 @@ static void run_usage(FILE *out)
             "  --hard-cap      never exceed --compute, even when the GPU is idle\n"
             "  --critical      latency-critical class: best-effort tenants yield to it\n"
             "  --yield MODE    as a best-effort tenant next to a busy critical one: gate (stop\n"
-            "                  launching) or bound (keep one kernel in flight); default: gate\n"
+            "                  launching), bound (keep one kernel in flight) or shrink (bound,\n"
+            "                  on --green-sms SMs only; for --sharing mps); default: gate\n"
             "                  with --sharing timeslice, bound with --sharing mps\n"
+            "  --green-sms N   with --yield shrink: SMs kept while a critical tenant is busy\n"
+            "                  (default: half the GPU's; rounded up to the GPU's SM groups)\n"
             "  --sharing S     timeslice (contexts take turns, the default) or mps (run side by\n"
             "                  side as clients of a running NVIDIA MPS daemon; critical tenants\n"
             "                  get normal client priority, best-effort ones below normal)\n"
@@ -205,12 +208,19 @@ static void prepend_env(const char *name, const char *value, char sep)
 int gs_cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"memory", required_argument, 0, 'm'},  {"compute", required_argument, 0, 'c'},
-        {"hard-cap", no_argument, 0, 'H'},      {"critical", no_argument, 0, 'C'},
-        {"simulated", no_argument, 0, 'S'},     {"state-root", required_argument, 0, 'r'},
-        {"keep-state", no_argument, 0, 'k'},    {"yield", required_argument, 0, 'y'},
-        {"sharing", required_argument, 0, 's'}, {"mps-threads", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+        {"memory", required_argument, 0, 'm'},
+        {"compute", required_argument, 0, 'c'},
+        {"hard-cap", no_argument, 0, 'H'},
+        {"critical", no_argument, 0, 'C'},
+        {"simulated", no_argument, 0, 'S'},
+        {"state-root", required_argument, 0, 'r'},
+        {"keep-state", no_argument, 0, 'k'},
+        {"yield", required_argument, 0, 'y'},
+        {"sharing", required_argument, 0, 's'},
+        {"mps-threads", required_argument, 0, 't'},
+        {"green-sms", required_argument, 0, 'g'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     struct gs_limits lim;
     gs_limits_defaults(&lim);
@@ -245,7 +255,8 @@ int gs_cmd_run(int argc, char **argv)
             /* The names come from the limits table, like the file's. */
             if (gs_config_set(gs_limits_table, gs_limits_table_len, &lim, "yield", optarg, NULL) <
                 0) {
-                fprintf(stderr, "gpuslice run: --yield '%s' is not gate or bound\n", optarg);
+                fprintf(stderr, "gpuslice run: --yield '%s' is not gate, bound or shrink\n",
+                        optarg);
                 return 2;
             }
             have_yield = 1;
@@ -266,6 +277,13 @@ int gs_cmd_run(int argc, char **argv)
             lim.mps_threads = p;
             break;
         }
+        case 'g':
+            if (gs_config_set(gs_limits_table, gs_limits_table_len, &lim, "green_sms", optarg,
+                              &err) < 0) {
+                fprintf(stderr, "gpuslice run: --green-sms: %s\n", err.msg);
+                return 2;
+            }
+            break;
         case 'S': simulated = 1; break;
         case 'r': snprintf(root, sizeof root, "%s", optarg); break;
         case 'k': keep = 1; break;
@@ -284,6 +302,10 @@ int gs_cmd_run(int argc, char **argv)
     }
     if (lim.mps_threads && lim.sharing != GS_SHARING_MPS) {
         fprintf(stderr, "gpuslice run: --mps-threads needs --sharing mps\n");
+        return 2;
+    }
+    if (lim.green_sms && lim.yield != GS_YIELD_SHRINK) {
+        fprintf(stderr, "gpuslice run: --green-sms needs --yield shrink\n");
         return 2;
     }
     if (lim.sharing == GS_SHARING_MPS && !have_yield)
@@ -344,6 +366,7 @@ int gs_cmd_run(int argc, char **argv)
     lim.yield = want.yield;
     lim.sharing = want.sharing;
     lim.mps_threads = want.mps_threads;
+    lim.green_sms = want.green_sms;
     lim.simulated = simulated;
     if (!have_mem)
         lim.memory = 0;
@@ -410,6 +433,16 @@ int gs_cmd_run(int argc, char **argv)
                 "  warning: no MPS control daemon at %s: the command will time-slice.\n"
                 "           Start one (nvidia-cuda-mps-control -d, same CUDA_MPS_PIPE_DIRECTORY)\n",
                 pipe);
+    }
+    if (lim.yield == GS_YIELD_SHRINK && lim.priority != GS_PRIO_CRITICAL) {
+        char sms[32] = "half the GPU's SMs";
+        if (lim.green_sms)
+            snprintf(sms, sizeof sms, "%u SMs", (unsigned)lim.green_sms);
+        fprintf(stderr, "  yield  : next to a busy latency-critical tenant, kernels run on %s%s\n",
+                sms,
+                lim.sharing == GS_SHARING_MPS
+                    ? ""
+                    : " (this helps under --sharing mps; time-sliced contexts take turns anyway)");
     }
     fprintf(stderr, "  state  : %s\n", paths.dir);
     fflush(stderr);

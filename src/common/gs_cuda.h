@@ -140,4 +140,38 @@ typedef struct CUlaunchConfig_st {
 
 #define CU_MEM_ATTACH_GLOBAL 0x1
 
+/* Streams and events (for yield = shrink: work moved to a green context's
+ * stream stays ordered with the tenant's own stream through events). */
+typedef enum CUstreamCaptureStatus_enum {
+    CU_STREAM_CAPTURE_STATUS_NONE = 0,
+    CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+    CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+} CUstreamCaptureStatus;
+#define CU_STREAM_NON_BLOCKING_FLAG 0x1  /* cuda.h: CU_STREAM_NON_BLOCKING */
+#define CU_EVENT_DISABLE_TIMING_FLAG 0x2 /* cuda.h: CU_EVENT_DISABLE_TIMING */
+
+/* Green contexts (CUDA 12.4+): a context over a subset of the GPU's SMs.
+ * CUdevResource has the driver's layout (checked by tests/cuda_decls): the
+ * driver's own 92 bytes, then a union whose SM member starts with smCount. */
+typedef enum CUdevResourceType_enum {
+    CU_DEV_RESOURCE_TYPE_INVALID = 0,
+    CU_DEV_RESOURCE_TYPE_SM = 1,
+} CUdevResourceType;
+typedef struct CUdevSmResource_st {
+    unsigned int smCount;
+    unsigned int minSmPartitionSize;
+    unsigned int smCoscheduledAlignment;
+} CUdevSmResource;
+typedef struct CUdevResource_st {
+    CUdevResourceType type;
+    unsigned char _internal_padding[92];
+    union {
+        CUdevSmResource sm;
+        unsigned char _oversize[48];
+    };
+} CUdevResource;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+typedef struct CUgreenCtx_st *CUgreenCtx;
+#define CU_GREEN_CTX_DEFAULT_STREAM 0x1
+
 #endif

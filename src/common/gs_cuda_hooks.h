@@ -133,6 +133,31 @@
     X(cuMemAddressFree, (CUdeviceptr ptr, size_t size), (ptr, size))                          \
     X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))    \
     X(cuMemPoolGetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value)) \
-    X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr))
+    X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr))                   \
+    GS_CU_GREEN_HELPERS(X)
+
+/* What yield = shrink needs: a green context on the current device and
+ * events between its stream and the tenant's (docs/compute.md). */
+#define GS_CU_GREEN_HELPERS(X)                                                                     \
+    X(cuCtxGetDevice, (CUdevice * device), (device))                                               \
+    X(cuDeviceGetDevResource, (CUdevice device, CUdevResource * resource, CUdevResourceType type), \
+      (device, resource, type))                                                                    \
+    X(cuDevSmResourceSplitByCount,                                                                 \
+      (CUdevResource * result, unsigned int *nbGroups, const CUdevResource *input,                 \
+       CUdevResource *remaining, unsigned int useFlags, unsigned int minCount),                    \
+      (result, nbGroups, input, remaining, useFlags, minCount))                                    \
+    X(cuDevResourceGenerateDesc,                                                                   \
+      (CUdevResourceDesc * phDesc, CUdevResource * resources, unsigned int nbResources),           \
+      (phDesc, resources, nbResources))                                                            \
+    X(cuGreenCtxCreate,                                                                            \
+      (CUgreenCtx * phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags),              \
+      (phCtx, desc, dev, flags))                                                                   \
+    X(cuGreenCtxStreamCreate,                                                                      \
+      (CUstream * phStream, CUgreenCtx greenCtx, unsigned int flags, int priority),                \
+      (phStream, greenCtx, flags, priority))                                                       \
+    X(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),                   \
+      (hStream, hEvent, Flags))                                                                    \
+    X(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus * captureStatus),              \
+      (hStream, captureStatus))
 
 #endif

@@ -20,21 +20,23 @@
 enum gs_compute_mode { GS_COMPUTE_SHARE = 0, GS_COMPUTE_CAP = 1 };
 enum gs_priority { GS_PRIO_BEST_EFFORT = 0, GS_PRIO_CRITICAL = 1 };
 /* How a best-effort tenant makes way for a busy latency-critical one: stop
- * launching, or keep one kernel in flight. */
-enum gs_yield { GS_YIELD_GATE = 0, GS_YIELD_BOUND = 1 };
+ * launching; keep one kernel in flight; or keep one in flight on a green
+ * context of green_sms SMs (MPS), the whole GPU again once the critical one idles. */
+enum gs_yield { GS_YIELD_GATE = 0, GS_YIELD_BOUND = 1, GS_YIELD_SHRINK = 2 };
 /* How tenants of one GPU share its execution units: contexts time-slice (every
  * GPU), or run side by side as clients of NVIDIA MPS (where the node runs it). */
 enum gs_exec_sharing { GS_SHARING_TIMESLICE = 0, GS_SHARING_MPS = 1 };
 
 struct gs_limits {
     uint64_t version;
-    uint64_t memory;          /* bytes the application may allocate; 0 = no memory cap */
-    uint64_t compute;         /* percent of one GPU, 0 = no compute control */
-    int compute_mode;         /* enum gs_compute_mode */
-    int priority;             /* enum gs_priority */
-    int yield;                /* enum gs_yield */
-    int sharing;              /* enum gs_exec_sharing */
-    uint64_t mps_threads;     /* MPS active thread percentage for this tenant, 0 = not limited */
+    uint64_t memory;      /* bytes the application may allocate; 0 = no memory cap */
+    uint64_t compute;     /* percent of one GPU, 0 = no compute control */
+    int compute_mode;     /* enum gs_compute_mode */
+    int priority;         /* enum gs_priority */
+    int yield;            /* enum gs_yield */
+    int sharing;          /* enum gs_exec_sharing */
+    uint64_t mps_threads; /* MPS active thread percentage for this tenant, 0 = not limited */
+    uint64_t green_sms;   /* yield = shrink: SMs kept while a critical tenant is busy, 0 = half */
     uint64_t context_reserve; /* device memory set aside outside the slice for the CUDA context */
     int simulated;            /* the slice lives on the simulated GPU backend */
     char device[96];          /* GPU UUID or index the slice is on */

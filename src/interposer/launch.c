@@ -55,7 +55,18 @@ static struct {
     CUevent ring[RING];
     int ring_head, ring_n;
     unsigned launches_since_event;
+    _Atomic int shrink_now; /* yield = shrink and a critical tenant is busy */
 } cc = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* yield = shrink: a green context over part of the GPU's SMs, made on first
+ * need, and two events that order its stream with the tenant's own. */
+static struct {
+    pthread_mutex_t lock; /* held from green_enter to green_leave */
+    int state;            /* 0 not made yet, 1 ready, -1 unavailable (then: bound) */
+    CUdevice dev;
+    CUstream stream;
+    CUevent in, out;
+} green = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static inline uint64_t mono_ns(void)
 {
@@ -166,7 +177,7 @@ static void view(struct gs_cc_tenant *t, int *self)
         t[i].share = (unsigned)p->limits.compute;
         t[i].cap = p->limits.compute_mode == GS_COMPUTE_CAP;
         t[i].critical = p->limits.priority == GS_PRIO_CRITICAL;
-        t[i].bound = p->limits.yield == GS_YIELD_BOUND;
+        t[i].bound = p->limits.yield == GS_YIELD_BOUND || p->limits.yield == GS_YIELD_SHRINK;
         /* A dead tenant's claims go stale by themselves (demand after 100 ms,
          * a critical one's "busy" after GS_CC_CRIT_STALE_NS). */
         t[i].alive = p->self || read_peer(p->fd, &hdr) == 0;
@@ -227,10 +238,10 @@ static void ring_record(CUstream s, int every)
 
 /* Events we may leave outstanding before the next launch, next to a critical
  * tenant: gate mode stops launching while it is busy, so two kernels may be
- * in flight; bound mode keeps launching, so only one (no queue behind it). */
+ * in flight; bound and shrink keep launching, so only one (no queue behind it). */
 static int crit_depth(void)
 {
-    return gs_g.limits.yield == GS_YIELD_BOUND ? 0 : CRIT_RING - 1;
+    return gs_g.limits.yield == GS_YIELD_GATE ? CRIT_RING - 1 : 0;
 }
 
 static void drain(void)
@@ -253,6 +264,12 @@ static void cc_slow(CUstream s)
         struct gs_cc_tenant t[GS_CC_MAX_TENANTS];
         int self = 0;
         view(t, &self);
+        if (gs_g.limits.yield == GS_YIELD_SHRINK) {
+            int busy = 0;
+            for (int i = 0; i < cc.npeers; i++)
+                busy |= i != self && gs_cc_critical_busy(&t[i], now);
+            atomic_store_explicit(&cc.shrink_now, busy, memory_order_relaxed);
+        }
         uint64_t wait = 0;
         enum gs_cc_action a =
             gs_cc_before_launch(&cc.self, t, cc.npeers, self, now, GS_CC_PERIOD_NS, &wait);
@@ -346,6 +363,108 @@ static inline void count_launch(void)
     }
 }
 
+/* Makes the green context on dev: 1 ready, -1 not available (said once). */
+static int green_make(CUdevice dev)
+{
+    const struct gs_real *r = &gs_g.real;
+    const char *step = "the driver has no green contexts (CUDA 12.4 or later)";
+    CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
+    CUdevResource all, part;
+    unsigned n = 1;
+    CUdevResourceDesc desc;
+    CUgreenCtx g;
+    if (!r->cuDeviceGetDevResource || !r->cuDevSmResourceSplitByCount ||
+        !r->cuDevResourceGenerateDesc || !r->cuGreenCtxCreate || !r->cuGreenCtxStreamCreate ||
+        !r->cuStreamWaitEvent || !r->cuStreamIsCapturing || !r->cuEventCreate)
+        goto fail;
+    memset(&all, 0, sizeof all);
+    step = "cuDeviceGetDevResource";
+    if ((rc = r->cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM)) != CUDA_SUCCESS)
+        goto fail;
+    unsigned want = gs_g.limits.green_sms ? (unsigned)gs_g.limits.green_sms : all.sm.smCount / 2;
+    step = "green_sms is not fewer than the GPU's SMs";
+    rc = CUDA_ERROR_INVALID_VALUE;
+    if (want == 0 || want >= all.sm.smCount)
+        goto fail;
+    step = "cuDevSmResourceSplitByCount";
+    if ((rc = r->cuDevSmResourceSplitByCount(&part, &n, &all, NULL, 0, want)) != CUDA_SUCCESS ||
+        n < 1)
+        goto fail;
+    step = "cuDevResourceGenerateDesc";
+    if ((rc = r->cuDevResourceGenerateDesc(&desc, &part, 1)) != CUDA_SUCCESS)
+        goto fail;
+    step = "cuGreenCtxCreate";
+    if ((rc = r->cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM)) != CUDA_SUCCESS)
+        goto fail;
+    step = "cuGreenCtxStreamCreate";
+    if ((rc = r->cuGreenCtxStreamCreate(&green.stream, g, CU_STREAM_NON_BLOCKING_FLAG, 0)) !=
+        CUDA_SUCCESS)
+        goto fail;
+    step = "cuEventCreate";
+    if ((rc = r->cuEventCreate(&green.in, CU_EVENT_DISABLE_TIMING_FLAG)) != CUDA_SUCCESS ||
+        (rc = r->cuEventCreate(&green.out, CU_EVENT_DISABLE_TIMING_FLAG)) != CUDA_SUCCESS)
+        goto fail;
+    green.dev = dev;
+    GS_LOGI("yield = shrink: while a latency-critical tenant is busy, this tenant's kernels run "
+            "on %u of the GPU's %u SMs (a green context)",
+            part.sm.smCount, all.sm.smCount);
+    return 1;
+fail:
+    GS_LOGW(
+        "yield = shrink: no green context (%s: error %d); next to a busy latency-critical "
+        "tenant this tenant keeps one kernel in flight on the whole GPU instead (yield = bound)",
+        step, (int)rc);
+    return -1;
+}
+
+/* yield = shrink, a critical tenant busy: prepares to launch on the green
+ * context's stream, after the work already queued on s. Returns 1 with
+ * green.lock held (green_leave releases it), 0 to launch as asked. */
+static int green_enter(CUstream s)
+{
+    if (!atomic_load_explicit(&cc.shrink_now, memory_order_relaxed))
+        return 0;
+    const struct gs_real *r = &gs_g.real;
+    pthread_mutex_lock(&green.lock);
+    CUdevice dev;
+    if (green.state >= 0 && r->cuCtxGetDevice && r->cuCtxGetDevice(&dev) == CUDA_SUCCESS) {
+        if (green.state == 0)
+            green.state = green_make(dev);
+        CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        /* A stream being captured into a graph keeps its work (it would pull
+         * the green stream into the capture); so does another device's. */
+        if (green.state > 0 && dev == green.dev && r->cuStreamIsCapturing(s, &cs) == CUDA_SUCCESS &&
+            cs == CU_STREAM_CAPTURE_STATUS_NONE && r->cuEventRecord(green.in, s) == CUDA_SUCCESS &&
+            r->cuStreamWaitEvent(green.stream, green.in, 0) == CUDA_SUCCESS)
+            return 1;
+    }
+    pthread_mutex_unlock(&green.lock);
+    return 0;
+}
+
+/* After a launch on the green stream: later work on s waits for it. */
+static void green_leave(CUstream s, CUresult rc)
+{
+    const struct gs_real *r = &gs_g.real;
+    if (rc == CUDA_SUCCESS && (r->cuEventRecord(green.out, green.stream) != CUDA_SUCCESS ||
+                               r->cuStreamWaitEvent(s, green.out, 0) != CUDA_SUCCESS))
+        r->cuStreamSynchronize(green.stream); /* the order the caller expects, the slow way */
+    pthread_mutex_unlock(&green.lock);
+}
+
+/* A launch the green stream refused (a function bound to its own context)
+ * but the tenant's stream took: not the green context's to run, from now on. */
+static void green_refused(CUresult green_rc)
+{
+    pthread_mutex_lock(&green.lock);
+    if (green.state > 0)
+        GS_LOGW("yield = shrink: a kernel the green context refused (error %d) ran on the whole "
+                "GPU; this tenant keeps one kernel in flight there from now on (yield = bound)",
+                (int)green_rc);
+    green.state = -1;
+    pthread_mutex_unlock(&green.lock);
+}
+
 /* The stream each launch form uses. */
 #define STREAM_cuLaunchKernel hStream
 #define STREAM_cuLaunchKernel_ptsz hStream
@@ -356,20 +475,73 @@ static inline void count_launch(void)
 #define STREAM_cuGraphLaunch hStream
 #define STREAM_cuGraphLaunch_ptsz hStream
 
-#define LAUNCH_HOOK(name, params, args)      \
-    GS_API CUresult name params              \
-    {                                        \
-        gs_ensure_init();                    \
-        if (GS_UNLIKELY(!gs_g.real.name))    \
-            return CUDA_ERROR_NOT_SUPPORTED; \
-        if (!gs_g.enforce)                   \
-            return gs_g.real.name args;      \
-        count_launch();                      \
-        cc_before(STREAM_##name);            \
-        CUresult rc = gs_g.real.name args;   \
-        if (rc == CUDA_SUCCESS)              \
-            cc_after(STREAM_##name);         \
-        return rc;                           \
+/* Which forms yield = shrink moves to the green context, and how: kernels and
+ * the Ex form on an explicit or legacy stream. Cooperative kernels (their grid
+ * must fit the SMs), graphs (instantiated for their context) and the
+ * per-thread-stream forms stay where they are, bounded as in yield = bound. */
+#define GREEN_cuLaunchKernel 1
+#define GREEN_cuLaunchKernelEx (config != NULL)
+#define GREEN_cuLaunchKernel_ptsz 0
+#define GREEN_cuLaunchKernelEx_ptsz 0
+#define GREEN_cuLaunchCooperativeKernel 0
+#define GREEN_cuLaunchCooperativeKernel_ptsz 0
+#define GREEN_cuGraphLaunch 0
+#define GREEN_cuGraphLaunch_ptsz 0
+#define RETARGET_cuLaunchKernel(g) (hStream = (g))
+#define RETARGET_cuLaunchKernelEx(g) (shadow = *config, shadow.hStream = (g), config = &shadow)
+#define RESTORE_cuLaunchKernel(s) (hStream = (s))
+#define RESTORE_cuLaunchKernelEx(s) (config = asked)
+#define RETARGET_cuLaunchKernel_ptsz(g) (void)(g)
+#define RETARGET_cuLaunchKernelEx_ptsz(g) (void)(g)
+#define RETARGET_cuLaunchCooperativeKernel(g) (void)(g)
+#define RETARGET_cuLaunchCooperativeKernel_ptsz(g) (void)(g)
+#define RETARGET_cuGraphLaunch(g) (void)(g)
+#define RETARGET_cuGraphLaunch_ptsz(g) (void)(g)
+#define RESTORE_cuLaunchKernel_ptsz(s) (void)(s)
+#define RESTORE_cuLaunchKernelEx_ptsz(s) (void)(s)
+#define RESTORE_cuLaunchCooperativeKernel(s) (void)(s)
+#define RESTORE_cuLaunchCooperativeKernel_ptsz(s) (void)(s)
+#define RESTORE_cuGraphLaunch(s) (void)(s)
+#define RESTORE_cuGraphLaunch_ptsz(s) (void)(s)
+/* The Ex forms' own config, kept while a shadow copy points at the green stream. */
+#define ASKED_cuLaunchKernelEx const CUlaunchConfig *asked = config;
+#define ASKED_cuLaunchKernelEx_ptsz
+#define ASKED_cuLaunchKernel
+#define ASKED_cuLaunchKernel_ptsz
+#define ASKED_cuLaunchCooperativeKernel
+#define ASKED_cuLaunchCooperativeKernel_ptsz
+#define ASKED_cuGraphLaunch
+#define ASKED_cuGraphLaunch_ptsz
+
+#define LAUNCH_HOOK(name, params, args)                         \
+    GS_API CUresult name params                                 \
+    {                                                           \
+        gs_ensure_init();                                       \
+        if (GS_UNLIKELY(!gs_g.real.name))                       \
+            return CUDA_ERROR_NOT_SUPPORTED;                    \
+        if (!gs_g.enforce)                                      \
+            return gs_g.real.name args;                         \
+        count_launch();                                         \
+        CUstream stream = STREAM_##name;                        \
+        cc_before(stream);                                      \
+        ASKED_##name CUlaunchConfig shadow;                     \
+        (void)shadow;                                           \
+        int on_green = GREEN_##name && green_enter(stream);     \
+        if (on_green)                                           \
+            RETARGET_##name(green.stream);                      \
+        CUresult rc = gs_g.real.name args;                      \
+        if (on_green) {                                         \
+            green_leave(stream, rc);                            \
+            if (rc != CUDA_SUCCESS) {                           \
+                CUresult green_rc = rc;                         \
+                RESTORE_##name(stream);                         \
+                if ((rc = gs_g.real.name args) == CUDA_SUCCESS) \
+                    green_refused(green_rc);                    \
+            }                                                   \
+        }                                                       \
+        if (rc == CUDA_SUCCESS)                                 \
+            cc_after(stream);                                   \
+        return rc;                                              \
     }
 GS_CU_LAUNCH_HOOKS(LAUNCH_HOOK)
 

@@ -409,6 +409,18 @@ def replica(tmp, dp, pr):
            "MPS on a Jetson-like GPU is refused with the fix", res.stderr.decode(errors="replace"))
 
 
+def plugins(kub, agent, dp, kdir, what):
+    """The memory and realtime plugins of an agent that registered with kub
+    (None, None if it did not: the test says so)."""
+    regs = kub.wait_registrations(3)
+    ep = {r[1].resource_name: r[1].endpoint for r in regs}
+    tap.ok(len(regs) == 3, what + " agent registers its resources", agent.tail())
+    if len(regs) != 3:
+        return None, None
+    return (fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/gpu-memory"])),
+            fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/realtime"])))
+
+
 def mps(tmp, dp, pr):
     """compute_sharing = mps: the daemon's pipe directory (and shm) reach each
     container, and the limits carry the per-client settings."""
@@ -426,13 +438,9 @@ def mps(tmp, dp, pr):
                                      "--mps-pipe-dir", pipe, "--mps-shm-dir", shm,
                                      "--besteffort-mps-threads", "60"]).start()
     try:
-        regs = kub.wait_registrations(3)
-        ep = {r[1].resource_name: r[1].endpoint for r in regs}
-        tap.ok(len(regs) == 3, "MPS agent registers its resources", agent.tail())
-        if len(regs) != 3:
+        mem, rt = plugins(kub, agent, dp, kdir, "MPS")
+        if not mem:
             return
-        mem = fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/gpu-memory"]))
-        rt = fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/realtime"]))
         r = mem.allocate(["gpu0-mem-0000", "gpu0-mem-0001"])
         mt, e = mounts(r), envs(r)
         lim = read_limits(mt["/run/gpuslice/limits"][0])
@@ -456,6 +464,38 @@ def mps(tmp, dp, pr):
     tap.ok("no MPS control daemon at " + pipe + "/control" in log, "MPS agent warns when no daemon runs", log[-600:])
 
 
+def mps_shrink(tmp, dp, pr):
+    """critical_yield = shrink: best-effort limits carry yield shrink and the
+    green-context SM count; critical ones none."""
+    kdir = os.path.join(tmp, "dp4")
+    os.makedirs(kdir)
+    pipe = os.path.join(tmp, "mps-pipe4")
+    os.makedirs(pipe)
+    kub = fk.Kubelet(dp, kdir)
+    kub.start()
+    agent = Agent(tmp, "agent-shrink", ["--backend", "simulated", "--kubelet-dir", kdir,
+                                        "--state-root", os.path.join(tmp, "state4"), "--reclaim-interval", "0",
+                                        "--compute-sharing", "mps", "--mps-pipe-dir", pipe,
+                                        "--critical-yield", "shrink", "--besteffort-green-sms", "64"]).start()
+    try:
+        mem, rt = plugins(kub, agent, dp, kdir, "shrink")
+        if not mem:
+            return
+        lim = read_limits(mounts(mem.allocate(["gpu0-mem-0000"]))["/run/gpuslice/limits"][0])
+        tap.ok(lim.get("yield") == "shrink" and lim.get("green_sms") == "64",
+               "critical_yield shrink: best-effort limits say yield shrink on 64 SMs", lim)
+        r2 = mem.allocate(["gpu0-mem-0001"])
+        rt.allocate(["gpu0-rt-0"])
+        lim2 = read_limits(mounts(r2)["/run/gpuslice/limits"][0])
+        tap.ok(lim2.get("priority") == "critical" and lim2.get("green_sms") == "0",
+               "critical limits: no green context", lim2)
+        mem.close()
+        rt.close()
+    finally:
+        tap.ok(agent.stop() == 0, "shrink agent stops cleanly", agent.tail())
+        kub.stop()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="gsk", dir="/tmp")  # short: unix socket paths
     try:
@@ -463,6 +503,7 @@ def main():
         fractional(tmp, dp, pr)
         replica(tmp, dp, pr)
         mps(tmp, dp, pr)
+        mps_shrink(tmp, dp, pr)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return tap.done()

@@ -47,6 +47,18 @@ ok(r.returncode == 2 and "not timeslice or mps" in r.stderr, "an unknown --shari
 r = run(["--sharing", "mps", "--mps-threads", "0"], SHOW)
 ok(r.returncode == 2 and "--mps-threads" in r.stderr, "--mps-threads 0 is refused", r.stderr)
 
+r = run(["--sharing", "mps", "--yield", "shrink", "--green-sms", "64", "--keep-state"], ["true"])
+limits = [os.path.join(root, d, "limits") for d in os.listdir(root) if os.path.exists(os.path.join(root, d, "limits"))]
+texts = [open(p).read() for p in limits]
+ok(r.returncode == 0 and any("yield = shrink" in t and "green_sms = 64" in t for t in texts) and
+   "kernels run on 64 SMs" in r.stderr,
+   "--yield shrink --green-sms 64: the slice's limits say so, and run tells", (r.stderr, texts))
+r = run(["--green-sms", "64"], SHOW)
+ok(r.returncode == 2 and "--green-sms needs --yield shrink" in r.stderr, "--green-sms alone is refused", r.stderr)
+r = run(["--yield", "shrink", "--green-sms", "lots"], SHOW)
+ok(r.returncode == 2 and "--green-sms" in r.stderr and "whole number" in r.stderr,
+   "a malformed --green-sms is refused clearly", r.stderr)
+
 # A workload that raises its own thread percentage after start-up gets the
 # slice's value back when it first reaches the driver (the interposer
 # initialises before the real driver starts).

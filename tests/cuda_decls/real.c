@@ -22,6 +22,7 @@
     _Static_assert(__builtin_types_compatible_p(__typeof__(&name), CUresult(CUDAAPI *) params), \
                    "signature of " #name " differs from cuda.h");
 GS_CU_HOOKS(CHECK)
+GS_CU_GREEN_HELPERS(CHECK)
 
 #define ROW(name, expr) {#name, (unsigned long long)(expr)},
 const struct gs_decl_value gs_decl_real[] = {GS_DECL_VALUES(ROW){0, 0}};

@@ -24,6 +24,11 @@
     X(off_launch_stream, offsetof(CUlaunchConfig, hStream))                                   \
     X(off_launch_attrs, offsetof(CUlaunchConfig, attrs))                                      \
     X(off_launch_numattrs, offsetof(CUlaunchConfig, numAttrs))                                \
+    X(sizeof_CUdevResource, sizeof(CUdevResource))                                            \
+    X(off_devres_sm, offsetof(CUdevResource, sm))                                             \
+    X(CU_DEV_RESOURCE_TYPE_SM, CU_DEV_RESOURCE_TYPE_SM)                                       \
+    X(CU_GREEN_CTX_DEFAULT_STREAM, CU_GREEN_CTX_DEFAULT_STREAM)                               \
+    X(CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_CAPTURE_STATUS_NONE)                           \
     X(CUDA_SUCCESS, CUDA_SUCCESS)                                                             \
     X(CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE)                                     \
     X(CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY)                                     \

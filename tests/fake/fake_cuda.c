@@ -125,6 +125,13 @@ static const int entry_version[E_COUNT] = {
     [E_cuEventDestroy_v2] = 4000,
     [E_cuMemGetAllocationGranularity] = 10020,
     [E_cuMemPoolSetAttribute] = 11020,
+    [E_cuDeviceGetDevResource] = 12040,
+    [E_cuDevSmResourceSplitByCount] = 12040,
+    [E_cuDevResourceGenerateDesc] = 12040,
+    [E_cuGreenCtxCreate] = 12040,
+    [E_cuGreenCtxStreamCreate] = 12050,
+    [E_cuStreamWaitEvent] = 3020,
+    [E_cuStreamIsCapturing] = 10000,
 };
 
 /* ---- state ---- */
@@ -154,6 +161,7 @@ struct rec {
     uint64_t handle;     /* K_MAPPING: the mapped handle */
     struct pool *pool;   /* K_POOLED: the pool holding its memory */
     uint64_t busy_until; /* K_STREAM: end of queued work, CLOCK_MONOTONIC ns */
+    unsigned green_sms;  /* K_STREAM: a green context's stream over that many SMs */
 };
 
 struct pool {
@@ -200,7 +208,7 @@ static struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic unsigned long calls[E_COUNT];
-static _Atomic unsigned long long launches;
+static _Atomic unsigned long long launches, green_launches;
 static atomic_bool banner_done;
 static __thread struct {
     struct ctx *ctx;
@@ -261,6 +269,7 @@ static void reset_state(void)
     for (int e = 0; e < E_COUNT; e++)
         atomic_store(&calls[e], 0);
     atomic_store(&launches, 0);
+    atomic_store(&green_launches, 0);
 }
 
 static void fake_init(void)
@@ -1172,6 +1181,9 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
     if (*busy > st.devs[dev].busy_until)
         st.devs[dev].busy_until = *busy;
     atomic_fetch_add(&launches, 1);
+    struct rec *r = hStream ? rec_find(K_STREAM, (uint64_t)(uintptr_t)hStream) : NULL;
+    if (r && r->green_sms)
+        atomic_fetch_add(&green_launches, 1);
     return CUDA_SUCCESS;
 }
 
@@ -1677,6 +1689,12 @@ unsigned long long gsfake_launches(void)
     return atomic_load(&launches);
 }
 
+unsigned long long gsfake_green_launches(void)
+{
+    pthread_once(&once, fake_init);
+    return atomic_load(&green_launches);
+}
+
 unsigned long long gsfake_calls(const char *name)
 {
     pthread_once(&once, fake_init);
@@ -1776,5 +1794,160 @@ CUresult cuEventDestroy_v2(CUevent hEvent)
         return CUDA_ERROR_INVALID_HANDLE;
     ev->magic = 0;
     free(ev);
+    return CUDA_SUCCESS;
+}
+
+/* ---- green contexts (CUDA 12.4+) ----
+ * Each simulated GPU has GS_FAKE_SMS streaming multiprocessors (default 132),
+ * split in groups of 8 as Hopper's are. A green context is a set of SMs; its
+ * stream is an ordinary fake stream that remembers the SM count, so a test
+ * can count the kernels that ran on one (gsfake_green_launches). */
+#define FAKE_SM_GROUP 8u
+struct fake_desc {
+    uint32_t magic;
+    int dev;
+    unsigned sms;
+};
+struct fake_green {
+    uint32_t magic;
+    int dev;
+    unsigned sms;
+};
+#define DESC_MAGIC 0x44455343u
+#define GREEN_MAGIC 0x47524e43u
+
+static unsigned fake_sms(void)
+{
+    return (unsigned)fake_env_int("GS_FAKE_SMS", 132, FAKE_SM_GROUP, 1024);
+}
+
+CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type)
+{
+    ENTER(cuDeviceGetDevResource);
+    NEED_INIT();
+    if (device < 0 || device >= st.ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!resource || type != CU_DEV_RESOURCE_TYPE_SM)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(resource, 0, sizeof *resource);
+    resource->type = CU_DEV_RESOURCE_TYPE_SM;
+    resource->sm.smCount = fake_sms();
+    resource->sm.minSmPartitionSize = FAKE_SM_GROUP;
+    resource->sm.smCoscheduledAlignment = FAKE_SM_GROUP;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups,
+                                     const CUdevResource *input, CUdevResource *remaining,
+                                     unsigned int useFlags, unsigned int minCount)
+{
+    ENTER(cuDevSmResourceSplitByCount);
+    NEED_INIT();
+    if (!nbGroups || !input || input->type != CU_DEV_RESOURCE_TYPE_SM || useFlags ||
+        minCount > input->sm.smCount)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned per = (minCount + FAKE_SM_GROUP - 1) / FAKE_SM_GROUP * FAKE_SM_GROUP;
+    if (per == 0)
+        per = FAKE_SM_GROUP;
+    unsigned fit = input->sm.smCount / per;
+    if (fit == 0)
+        return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+    unsigned n = result ? (*nbGroups < fit ? *nbGroups : fit) : fit;
+    for (unsigned i = 0; result && i < n; i++) {
+        result[i] = *input;
+        result[i].sm.smCount = per;
+    }
+    if (remaining) {
+        *remaining = *input;
+        remaining->sm.smCount = input->sm.smCount - n * per;
+    }
+    *nbGroups = n;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources,
+                                   unsigned int nbResources)
+{
+    ENTER(cuDevResourceGenerateDesc);
+    NEED_INIT();
+    if (!phDesc || !resources || nbResources == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fake_desc *d = calloc(1, sizeof *d); /* kept, like the driver's, for the process */
+    if (!d)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    d->magic = DESC_MAGIC;
+    for (unsigned i = 0; i < nbResources; i++)
+        d->sms += resources[i].sm.smCount;
+    *phDesc = (CUdevResourceDesc)d;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
+                          unsigned int flags)
+{
+    ENTER(cuGreenCtxCreate);
+    NEED_INIT();
+    struct fake_desc *d = (struct fake_desc *)desc;
+    if (!phCtx || !d || d->magic != DESC_MAGIC || !(flags & CU_GREEN_CTX_DEFAULT_STREAM))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0 || dev >= st.ndev)
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct fake_green *g = calloc(1, sizeof *g);
+    if (!g)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    g->magic = GREEN_MAGIC;
+    g->dev = dev;
+    g->sms = d->sms;
+    *phCtx = (CUgreenCtx)g;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags,
+                                int priority)
+{
+    ENTER(cuGreenCtxStreamCreate);
+    NEED_INIT();
+    struct fake_green *g = (struct fake_green *)greenCtx;
+    if (!phStream || !g || g->magic != GREEN_MAGIC || !(flags & CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE; /* the driver requires a non-blocking stream */
+    uint64_t id = new_id();
+    struct rec *r = rec_add(K_STREAM, id, 0, 0, g->dev);
+    if (!r)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    r->green_sms = g->sms;
+    *phStream = (CUstream)(uintptr_t)id;
+    (void)priority;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    ENTER(cuStreamWaitEvent);
+    NEED_INIT();
+    struct fake_event *ev = event_from(hEvent);
+    if (!ev || Flags)
+        return ev ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+    int dev;
+    uint64_t *busy;
+    CUresult rc = stream_queue(hStream, &dev, &busy);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (ev->recorded && ev->done_at > *busy)
+        *busy = ev->done_at; /* later work on the stream starts after the event */
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+    ENTER(cuStreamIsCapturing);
+    NEED_INIT();
+    int dev;
+    uint64_t *busy;
+    CUresult rc = stream_queue(hStream, &dev, &busy);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!captureStatus)
+        return CUDA_ERROR_INVALID_VALUE;
+    *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE; /* the fake never captures */
     return CUDA_SUCCESS;
 }

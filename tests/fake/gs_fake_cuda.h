@@ -15,6 +15,7 @@
 #define CU_STREAM_LEGACY ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)
 #define CU_STREAM_NON_BLOCKING 0x1
+#define CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION 915
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
 #define CU_MEMHOSTALLOC_DEVICEMAP 0x02
 #define CU_MEMHOSTALLOC_WRITECOMBINED 0x04
@@ -41,7 +42,6 @@
       (symbol, pfn, cudaVersion, flags, symbolStatus))                                       \
     X(cuGetExportTable, (const void **ppExportTable, const void *pExportTableId),            \
       (ppExportTable, pExportTableId))                                                       \
-    X(cuCtxGetDevice, (CUdevice * device), (device))                                         \
     X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))                  \
     X(cuStreamCreate, (CUstream * phStream, unsigned int Flags), (phStream, Flags))          \
     X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                                     \
@@ -61,6 +61,7 @@ GS_FAKE_CU_ALL(GS_FAKE_CU_DECLARE)
 /* Test-only calls (not in any real driver). */
 unsigned long long gsfake_used(int dev);           /* bytes the fake counts in use on dev */
 unsigned long long gsfake_launches(void);          /* kernel and graph launches since reset */
+unsigned long long gsfake_green_launches(void);    /* of those, on a green context's stream */
 unsigned long long gsfake_calls(const char *name); /* calls of one entry point since reset */
 /* Drops all state (allocations, contexts, streams, counters, cuInit) and
  * re-reads the GS_FAKE_* environment: each test starts from a fresh driver. */

@@ -1033,6 +1033,54 @@ static CUresult call_cuMemPoolSetAttribute(void)
     return cuMemPoolSetAttribute(pool0(), CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &attr_value);
 }
 
+static CUdevResource sm_all, sm_part;
+static CUresult call_cuDeviceGetDevResource(void)
+{
+    return cuDeviceGetDevResource(0, &sm_all, CU_DEV_RESOURCE_TYPE_SM);
+}
+static CUresult call_cuDevSmResourceSplitByCount(void)
+{
+    unsigned n = 1;
+    cuDeviceGetDevResource(0, &sm_all, CU_DEV_RESOURCE_TYPE_SM);
+    return cuDevSmResourceSplitByCount(&sm_part, &n, &sm_all, NULL, 0, 8);
+}
+static CUdevResourceDesc desc(void)
+{
+    CUdevResourceDesc d = NULL;
+    unsigned n = 1;
+    cuDeviceGetDevResource(0, &sm_all, CU_DEV_RESOURCE_TYPE_SM);
+    cuDevSmResourceSplitByCount(&sm_part, &n, &sm_all, NULL, 0, 8);
+    cuDevResourceGenerateDesc(&d, &sm_part, 1);
+    return d;
+}
+static CUresult call_cuDevResourceGenerateDesc(void)
+{
+    CUdevResourceDesc d;
+    return cuDevResourceGenerateDesc(&d, &sm_part, 1);
+}
+static CUresult call_cuGreenCtxCreate(void)
+{
+    CUgreenCtx g;
+    return cuGreenCtxCreate(&g, desc(), 0, CU_GREEN_CTX_DEFAULT_STREAM);
+}
+static CUresult call_cuGreenCtxStreamCreate(void)
+{
+    CUgreenCtx g = NULL;
+    cuGreenCtxCreate(&g, desc(), 0, CU_GREEN_CTX_DEFAULT_STREAM);
+    return cuGreenCtxStreamCreate((CUstream *)&out_ptr, g, CU_STREAM_NON_BLOCKING, 0);
+}
+static CUresult call_cuStreamWaitEvent(void)
+{
+    CUevent e = event();
+    cuEventRecord(e, NULL);
+    return cuStreamWaitEvent(stream(), e, 0);
+}
+static CUresult call_cuStreamIsCapturing(void)
+{
+    CUstreamCaptureStatus cs;
+    return cuStreamIsCapturing(stream(), &cs);
+}
+
 static const struct {
     const char *name;
     CUresult (*call)(void);

@@ -526,6 +526,65 @@ static void test_best_effort_yields_to_critical(void **st)
     gs_ledger_close(cl);
 }
 
+/* yield = shrink: next to a busy critical tenant a best-effort tenant keeps
+ * launching, on a green context's stream; with the critical tenant idle, on
+ * its own; without green contexts, or when the green stream refuses a kernel,
+ * it falls back to its own stream and says so. (What the SMs do is measured
+ * on the H200: bench/green_ctx_probe.cu.) */
+static const char *run_shrink(int critical_busy, const char *extra_env)
+{
+    struct slice crit, be;
+    mkslice(&crit, GiB);
+    mkslice(&be, GiB);
+    set_compute(&crit, 0, GS_PRIO_CRITICAL);
+    struct gs_limits l;
+    gs_error err;
+    assert_int_equal(gs_limits_load(be.p.limits, &l, &err), 0);
+    l.compute = 50;
+    l.yield = GS_YIELD_SHRINK;
+    l.green_sms = 16;
+    assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
+    struct gs_ledger *cl = ledger(&crit);
+    assert_true(gs_ledger_claim(cl, getpid(), gs_ledger_proc_starttime(getpid())) >= 0);
+    atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : mono());
+    atomic_store(&cl->crit_launch_ns, critical_busy ? mono() : mono() - 1000);
+    const char *args[] = {"direct", "launch", "5", NULL};
+    const char *out = run(&be, extra_env, args);
+    atomic_store(&cl->crit_idle_ns, mono()); /* done: it must not hold up the next case */
+    gs_ledger_close(cl);
+    return out;
+}
+
+static void test_shrink_moves_kernels_to_green_context(void **st)
+{
+    (void)st;
+    const char *out = run_shrink(1, "GPUSLICE_LOG_LEVEL=info");
+    assert_int_equal(field(out, "launched "), 5);
+    assert_int_equal(field(out, "on-green "), 5);
+    assert_non_null(strstr(out, "run on 16 of the GPU's 132 SMs"));
+    out = run_shrink(0, NULL); /* critical tenant idle: the whole GPU */
+    assert_int_equal(field(out, "on-green "), 0);
+}
+
+static void test_shrink_falls_back_without_green_context(void **st)
+{
+    (void)st;
+    /* GS_FAKE_FAIL is read by the fake driver; the log by the test. */
+    setenv("GS_FAKE_FAIL", "cuGreenCtxCreate:801", 1);
+    const char *out = run_shrink(1, "GPUSLICE_LOG_LEVEL=info");
+    unsetenv("GS_FAKE_FAIL");
+    assert_int_equal(field(out, "launched "), 5);
+    assert_int_equal(field(out, "on-green "), 0);
+    assert_non_null(strstr(out, "no green context (cuGreenCtxCreate: error 801)"));
+    /* The green stream refuses the first kernel; it runs on the tenant's own. */
+    setenv("GS_FAKE_FAIL", "cuLaunchKernel:400@1", 1);
+    out = run_shrink(1, "GPUSLICE_LOG_LEVEL=info");
+    unsetenv("GS_FAKE_FAIL");
+    assert_int_equal(field(out, "launched "), 5);
+    assert_int_equal(field(out, "on-green "), 0);
+    assert_non_null(strstr(out, "a kernel the green context refused (error 400)"));
+}
+
 /* Wiring of the window accounting: a share tenant that synchronises and
  * then pauses past its window's end is charged, when it launches again, for
  * the work it ran, not for the pause (on the H200 a benchmark's start-up
@@ -572,6 +631,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_passthrough_without_slice),
         cmocka_unit_test(test_pause_past_window_not_charged),
+        cmocka_unit_test(test_shrink_moves_kernels_to_green_context),
+        cmocka_unit_test(test_shrink_falls_back_without_green_context),
         cmocka_unit_test(test_cap_every_way),
         cmocka_unit_test(test_wrappers_answer_every_way),
         cmocka_unit_test(test_every_path_charges_and_frees),

@@ -397,7 +397,10 @@ int main(int argc, char **argv)
         for (long i = 0; i < n; i++)
             if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
                 return 4;
-        printf("launched %ld\n", n);
+        /* How many ran on a green context's stream (the fake driver counts). */
+        unsigned long long (*green)(void) =
+            (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "gsfake_green_launches");
+        printf("launched %ld on-green %llu\n", n, green ? green() : 0ull);
         return 0;
     }
     if (!strcmp(s, "launch-pause") && argc > 4) {
