@@ -21,6 +21,9 @@ Variants (--configs):
                    priority below normal), B at all threads
   gs_mps_t70, gs_mps_t50   the same with B at 70 / 50 % active threads
   gs_mps_gate_t70  gpuslice on MPS with yield = gate, B at 70 %
+  gs_mps_shrink    gpuslice on MPS with yield = shrink: B on all SMs while A idles, on a green
+                   context of half the SMs (72 on an H200) while A is busy
+  gs_mps_shrink40  the same with --green-sms 40
 """
 import argparse
 import json
@@ -59,6 +62,11 @@ CONFIGS = {
                    ["--compute", "100", "--sharing", "mps", "--mps-threads", "70"], True, {}),
     "gs_mps_t50": (["--critical", "--sharing", "mps"],
                    ["--compute", "100", "--sharing", "mps", "--mps-threads", "50"], True, {}),
+    "gs_mps_shrink": (["--critical", "--sharing", "mps"],
+                      ["--compute", "100", "--sharing", "mps", "--yield", "shrink"], True, {}),
+    "gs_mps_shrink40": (["--critical", "--sharing", "mps"],
+                        ["--compute", "100", "--sharing", "mps", "--yield", "shrink", "--green-sms", "40"],
+                        True, {}),
     "gs_mps_gate_t70": (["--critical", "--sharing", "mps"],
                         ["--compute", "100", "--sharing", "mps", "--mps-threads", "70", "--yield", "gate"],
                         True, {}),
