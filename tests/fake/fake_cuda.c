@@ -1815,6 +1815,11 @@ struct fake_green {
 };
 #define DESC_MAGIC 0x44455343u
 #define GREEN_MAGIC 0x47524e43u
+/* Kept for the process, as the driver keeps them; fixed tables, so nothing leaks. */
+#define FAKE_GREEN_MAX 64
+static struct fake_desc descs[FAKE_GREEN_MAX];
+static struct fake_green greens[FAKE_GREEN_MAX];
+static unsigned ndescs, ngreens;
 
 static unsigned fake_sms(void)
 {
@@ -1872,9 +1877,9 @@ CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *res
     NEED_INIT();
     if (!phDesc || !resources || nbResources == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    struct fake_desc *d = calloc(1, sizeof *d); /* kept, like the driver's, for the process */
-    if (!d)
+    if (ndescs == FAKE_GREEN_MAX)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    struct fake_desc *d = &descs[ndescs++];
     d->magic = DESC_MAGIC;
     for (unsigned i = 0; i < nbResources; i++)
         d->sms += resources[i].sm.smCount;
@@ -1892,9 +1897,9 @@ CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice de
         return CUDA_ERROR_INVALID_VALUE;
     if (dev < 0 || dev >= st.ndev)
         return CUDA_ERROR_INVALID_DEVICE;
-    struct fake_green *g = calloc(1, sizeof *g);
-    if (!g)
+    if (ngreens == FAKE_GREEN_MAX)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    struct fake_green *g = &greens[ngreens++];
     g->magic = GREEN_MAGIC;
     g->dev = dev;
     g->sms = d->sms;
