@@ -546,8 +546,9 @@ static const char *run_shrink(int critical_busy, const char *extra_env)
     assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
     struct gs_ledger *cl = ledger(&crit);
     assert_true(gs_ledger_claim(cl, getpid(), gs_ledger_proc_starttime(getpid())) >= 0);
-    atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : mono());
-    atomic_store(&cl->crit_launch_ns, critical_busy ? mono() : mono() - 1000);
+    uint64_t launched = mono();
+    atomic_store(&cl->crit_launch_ns, launched);
+    atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : launched + 1); /* idle: seen finished */
     const char *args[] = {"direct", "launch", "5", NULL};
     const char *out = run(&be, extra_env, args);
     atomic_store(&cl->crit_idle_ns, mono()); /* done: it must not hold up the next case */
