@@ -235,6 +235,13 @@ static const char *enum_name(const char *choices, int idx, char *buf, size_t len
     return buf;
 }
 
+const char *gs_config_enum_name(const struct gs_cfg_entry *tab, size_t n, const char *key, int idx,
+                                char *buf, size_t len)
+{
+    const struct gs_cfg_entry *e = find(tab, n, key);
+    return e && e->type == GS_CFG_ENUM ? enum_name(e->choices, idx, buf, len) : NULL;
+}
+
 int gs_config_write(const struct gs_cfg_entry *tab, size_t n, const void *obj, FILE *out)
 {
     for (size_t i = 0; i < n; i++) {

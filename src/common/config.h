@@ -45,5 +45,8 @@ void gs_config_help(const struct gs_cfg_entry *tab, size_t n, FILE *out);
 /* Writes every setting of obj as "name = value" lines that gs_config_parse_text
  * reads back; -1 (errno EINVAL) if a field holds no valid value (an enum out of range). */
 int gs_config_write(const struct gs_cfg_entry *tab, size_t n, const void *obj, FILE *out);
+/* The name an enum setting's value idx has (copied into buf); NULL if none. */
+const char *gs_config_enum_name(const struct gs_cfg_entry *tab, size_t n, const char *key, int idx,
+                                char *buf, size_t len);
 
 #endif

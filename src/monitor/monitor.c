@@ -235,6 +235,11 @@ static char *build_json(const struct row *rows, int n, const char *root)
         cJSON_AddStringToObject(o, "sharing",
                                 r->lim.sharing == GS_SHARING_MPS ? "mps" : "timeslice");
         cJSON_AddNumberToObject(o, "mps_threads_percent", (double)r->lim.mps_threads);
+        char yname[32];
+        const char *y = gs_config_enum_name(gs_limits_table, gs_limits_table_len, "yield",
+                                            r->lim.yield, yname, sizeof yname);
+        cJSON_AddStringToObject(o, "yield", y ? y : "unknown");
+        cJSON_AddNumberToObject(o, "green_sms", (double)r->lim.green_sms);
         cJSON_AddNumberToObject(o, "allocations", (double)r->allocs);
         cJSON_AddNumberToObject(o, "refused_by_cap", (double)r->ooms);
         cJSON_AddNumberToObject(o, "launches", (double)r->launches);
