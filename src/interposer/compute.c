@@ -26,6 +26,7 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
 {
     const struct gs_cc_tenant *me = &t[self];
     out->gated_by_critical = 0;
+    out->critical_busy = 0;
     out->window_end_ns = 0;
     out->window_start_ns = 0;
     out->window_len_ns = 0;
@@ -34,13 +35,13 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
         out->until_ns = now + period;
         return;
     }
-    for (int i = 0; i < n && !me->bound; i++) {
-        if (i != self && gs_cc_critical_busy(&t[i], now)) {
-            out->go = 0;
-            out->until_ns = now + GS_CC_CRIT_POLL_NS;
-            out->gated_by_critical = 1;
-            return;
-        }
+    for (int i = 0; i < n; i++)
+        out->critical_busy |= i != self && gs_cc_critical_busy(&t[i], now);
+    if (out->critical_busy && !me->bound) {
+        out->go = 0;
+        out->until_ns = now + GS_CC_CRIT_POLL_NS;
+        out->gated_by_critical = 1;
+        return;
     }
     /* Until a critical tenant is busy, look again often enough to yield fast. */
     uint64_t crit_horizon = UINT64_MAX;
@@ -115,6 +116,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         gs_cc_decide(t, n, self, now, period, me->debt, &d);
     }
     me->until = 0;
+    me->critical_busy = d.critical_busy;
     if (d.gated_by_critical || !d.window_len_ns) {
         /* Not share-controlled (or a critical tenant is busy): decide said it all. */
         if (d.go) {

@@ -75,6 +75,7 @@ struct gs_cc_decision {
     uint64_t window_start_ns; /* share-controlled: our window in this period */
     uint64_t window_len_ns;   /* its nominal length (before debt) */
     int gated_by_critical;
+    int critical_busy; /* another tenant, latency-critical, is busy (gated or not) */
 };
 
 /* One tenant's own side of the protocol (kept per process). */
@@ -85,6 +86,7 @@ struct gs_cc_self {
     uint64_t window_start, window_len, used_from;
     uint64_t closed_window; /* start of the window we last drained */
     int in_window;          /* launched in the current window; drain before waiting */
+    int critical_busy;      /* at the last decision: a critical tenant was busy */
 };
 
 enum gs_cc_action {

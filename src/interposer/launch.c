@@ -264,15 +264,11 @@ static void cc_slow(CUstream s)
         struct gs_cc_tenant t[GS_CC_MAX_TENANTS];
         int self = 0;
         view(t, &self);
-        if (gs_g.limits.yield == GS_YIELD_SHRINK) {
-            int busy = 0;
-            for (int i = 0; i < cc.npeers; i++)
-                busy |= i != self && gs_cc_critical_busy(&t[i], now);
-            atomic_store_explicit(&cc.shrink_now, busy, memory_order_relaxed);
-        }
         uint64_t wait = 0;
         enum gs_cc_action a =
             gs_cc_before_launch(&cc.self, t, cc.npeers, self, now, GS_CC_PERIOD_NS, &wait);
+        if (gs_g.limits.yield == GS_YIELD_SHRINK)
+            atomic_store_explicit(&cc.shrink_now, cc.self.critical_busy, memory_order_relaxed);
         atomic_store_explicit(&me->window_busy, cc.self.in_window || a == GS_CC_DRAIN,
                               memory_order_relaxed);
         if (a == GS_CC_LAUNCH) {
@@ -487,31 +483,17 @@ static void green_refused(CUresult green_rc)
 #define GREEN_cuLaunchCooperativeKernel_ptsz 0
 #define GREEN_cuGraphLaunch 0
 #define GREEN_cuGraphLaunch_ptsz 0
+/* RETARGET points a launch at stream g: at the green stream, and back at the
+ * tenant's own to retry there. The Ex form's config is the caller's (const):
+ * a copy carries the stream; copying the copy onto itself is exact. */
 #define RETARGET_cuLaunchKernel(g) (hStream = (g))
 #define RETARGET_cuLaunchKernelEx(g) (shadow = *config, shadow.hStream = (g), config = &shadow)
-#define RESTORE_cuLaunchKernel(s) (hStream = (s))
-#define RESTORE_cuLaunchKernelEx(s) (config = asked)
 #define RETARGET_cuLaunchKernel_ptsz(g) (void)(g)
 #define RETARGET_cuLaunchKernelEx_ptsz(g) (void)(g)
 #define RETARGET_cuLaunchCooperativeKernel(g) (void)(g)
 #define RETARGET_cuLaunchCooperativeKernel_ptsz(g) (void)(g)
 #define RETARGET_cuGraphLaunch(g) (void)(g)
 #define RETARGET_cuGraphLaunch_ptsz(g) (void)(g)
-#define RESTORE_cuLaunchKernel_ptsz(s) (void)(s)
-#define RESTORE_cuLaunchKernelEx_ptsz(s) (void)(s)
-#define RESTORE_cuLaunchCooperativeKernel(s) (void)(s)
-#define RESTORE_cuLaunchCooperativeKernel_ptsz(s) (void)(s)
-#define RESTORE_cuGraphLaunch(s) (void)(s)
-#define RESTORE_cuGraphLaunch_ptsz(s) (void)(s)
-/* The Ex forms' own config, kept while a shadow copy points at the green stream. */
-#define ASKED_cuLaunchKernelEx const CUlaunchConfig *asked = config;
-#define ASKED_cuLaunchKernelEx_ptsz
-#define ASKED_cuLaunchKernel
-#define ASKED_cuLaunchKernel_ptsz
-#define ASKED_cuLaunchCooperativeKernel
-#define ASKED_cuLaunchCooperativeKernel_ptsz
-#define ASKED_cuGraphLaunch
-#define ASKED_cuGraphLaunch_ptsz
 
 #define LAUNCH_HOOK(name, params, args)                         \
     GS_API CUresult name params                                 \
@@ -524,7 +506,7 @@ static void green_refused(CUresult green_rc)
         count_launch();                                         \
         CUstream stream = STREAM_##name;                        \
         cc_before(stream);                                      \
-        ASKED_##name CUlaunchConfig shadow;                     \
+        CUlaunchConfig shadow;                                  \
         (void)shadow;                                           \
         int on_green = GREEN_##name && green_enter(stream);     \
         if (on_green)                                           \
@@ -534,7 +516,7 @@ static void green_refused(CUresult green_rc)
             green_leave(stream, rc);                            \
             if (rc != CUDA_SUCCESS) {                           \
                 CUresult green_rc = rc;                         \
-                RESTORE_##name(stream);                         \
+                RETARGET_##name(stream);                        \
                 if ((rc = gs_g.real.name args) == CUDA_SUCCESS) \
                     green_refused(green_rc);                    \
             }                                                   \
