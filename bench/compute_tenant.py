@@ -9,6 +9,7 @@ Both wait for the shared wall-clock start time so tenants overlap exactly.
 Prints one JSON line.
 """
 import argparse
+import gc
 import json
 import os
 import time
@@ -26,11 +27,20 @@ ap.add_argument("--requests", type=int, default=1000)
 ap.add_argument("--think-ms", type=float, default=2.0)
 ap.add_argument("--schedule", help="JSON list of phases (see above)")
 ap.add_argument("--skip", type=float, default=0.3, help="schedule: seconds at a phase's start not counted")
+ap.add_argument("--cpus", help="run on these CPUs only (e.g. 2-5), so the tenants' host threads do not "
+                "share cores and A's tail measures the GPU, not the scheduler")
+ap.add_argument("--no-gc", action="store_true",
+                help="infer: no garbage collection during a phase (serving loops freeze it); "
+                "collected between phases")
 ap.add_argument("--warm-requests", type=int, default=100,
                 help="infer: requests run after the start time and not counted, so the GPU's "
                 "clocks are up (an idle H200 drops to 345 MHz during the wait)")
 args = ap.parse_args()
 out = {"mode": args.mode, "pid": os.getpid()}
+if args.cpus:
+    lo, _, hi = args.cpus.partition("-")
+    os.sched_setaffinity(0, range(int(lo), int(hi or lo) + 1))
+    out["cpus"] = args.cpus
 
 def phases():
     """This tenant's active phases, in order, waiting for each to begin."""
@@ -73,6 +83,9 @@ elif args.schedule:
             model(x)
         torch.cuda.synchronize()
         for ph in phases():
+            if args.no_gc:
+                gc.collect()
+                gc.disable()
             lat, busy, t_from = [], 0.0, ph["t0"] + args.skip
             while time.time() < ph["t1"]:
                 t0 = time.perf_counter()
@@ -85,6 +98,7 @@ elif args.schedule:
                     busy += dt
                 if ph["think_ms"] > 0:
                     time.sleep(ph["think_ms"] / 1000.0)
+            gc.enable()
             span = ph["t1"] - t_from
             out["phases"].append({"tag": ph["tag"], "lat_ms": [round(1000 * v, 4) for v in lat],
                                   "busy_fraction": busy / span})

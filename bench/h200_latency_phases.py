@@ -23,11 +23,12 @@ Variants (--configs):
   gs_mps_gate_t70  gpuslice on MPS with yield = gate, B at 70 %
   gs_mps_shrink    gpuslice on MPS with yield = shrink: B on all SMs while A idles, on a green
                    context of half the SMs (72 on an H200) while A is busy
-  gs_mps_shrink40  the same with --green-sms 40
+  gs_mps_shrinkN   the same with --green-sms N (e.g. gs_mps_shrink40, gs_mps_shrink96)
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,9 @@ ap.add_argument("--requests", type=int, default=1000, help="A's requests at leas
 ap.add_argument("--est-ms", type=float, default=5.5, help="A's expected latency, to size the phases")
 ap.add_argument("--configs", default="native,gs_gate,mps_t100,mps_t50,gs_mps_t100,gs_mps_t70,gs_mps_t50")
 ap.add_argument("--size", type=int, default=4096, help="B's matmul size")
+ap.add_argument("--pin", default="",
+                help="A's and B's CPUs, e.g. 2-5/8-11 (compute_tenant.py --cpus); A also runs "
+                "without garbage collection inside a phase")
 ap.add_argument("--lead", type=float, default=14.0, help="seconds for both tenants to start up")
 args = ap.parse_args()
 TENANT = os.environ.get("GS_BENCH_TENANT", os.path.join(HERE, "compute_tenant.py"))  # tests: a stand-in
@@ -64,13 +68,21 @@ CONFIGS = {
                    ["--compute", "100", "--sharing", "mps", "--mps-threads", "50"], True, {}),
     "gs_mps_shrink": (["--critical", "--sharing", "mps"],
                       ["--compute", "100", "--sharing", "mps", "--yield", "shrink"], True, {}),
-    "gs_mps_shrink40": (["--critical", "--sharing", "mps"],
-                        ["--compute", "100", "--sharing", "mps", "--yield", "shrink", "--green-sms", "40"],
-                        True, {}),
     "gs_mps_gate_t70": (["--critical", "--sharing", "mps"],
                         ["--compute", "100", "--sharing", "mps", "--mps-threads", "70", "--yield", "gate"],
                         True, {}),
 }
+
+
+def config(name):
+    """CONFIGS[name], or a shrink variant with its green SM count in the name."""
+    if name in CONFIGS:
+        return CONFIGS[name]
+    m = re.fullmatch(r"gs_mps_shrink(\d+)", name)
+    if not m:
+        return None
+    a, b, mps, env = CONFIGS["gs_mps_shrink"]
+    return a, b + ["--green-sms", m.group(1)], mps, env
 
 
 def schedule(start):
@@ -102,7 +114,7 @@ def pct(v, q):
 
 
 def run_config(name):
-    a_gs, b_gs, mps, b_env = CONFIGS[name]
+    a_gs, b_gs, mps, b_env = config(name)
     start = time.time() + args.lead
     sa, sb, span = schedule(start)
     d = tempfile.mkdtemp(prefix="gs-phases-")
@@ -110,9 +122,12 @@ def run_config(name):
     json.dump(sa, open(fa, "w"))
     json.dump(sb, open(fb, "w"))
     procs = []
-    for mode, gs, sched, extra_env in (("infer", a_gs, fa, {}), ("hog", b_gs, fb, b_env)):
+    pins = args.pin.split("/") if args.pin else ["", ""]
+    for mode, gs, sched, extra_env, pin in (("infer", a_gs, fa, {}, pins[0]), ("hog", b_gs, fb, b_env, pins[1])):
         cmd = [sys.executable, TENANT, mode, "--start", str(start), "--schedule", sched,
                "--batch", str(args.batch), "--size", str(args.size)]
+        if pin:
+            cmd += ["--cpus", pin] + (["--no-gc"] if mode == "infer" else [])
         if gs is not None:
             cmd = [args.gpuslice, "run", "--memory", "24Gi"] + gs + ["--"] + cmd
         env = dict(os.environ)
@@ -150,7 +165,7 @@ def run_config(name):
     return res
 
 
-res = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "batch": args.batch, "thinks": args.thinks,
+res = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "batch": args.batch, "pin": args.pin, "thinks": args.thinks,
        "reps": args.reps, "size": args.size, "configs": {}}
 
 
@@ -181,20 +196,20 @@ def summarise():
 
 MPS = None
 names = [n for n in args.configs.split(",") if n]
-unknown = [n for n in names if n not in CONFIGS]
+unknown = [n for n in names if config(n) is None]
 if unknown:
     sys.exit(f"h200_latency_phases: unknown config(s) {unknown}; known: {sorted(CONFIGS)}")
 mps_error = None
 try:
     for n in names:
         t = time.time()
-        if CONFIGS[n][2] and MPS is None and mps_error is None:
+        if config(n)[2] and MPS is None and mps_error is None:
             try:
                 MPS = mps_env()
                 mps_control(MPS, "start")
             except (OSError, subprocess.CalledProcessError) as ex:
                 mps_error = f"MPS daemon did not start: {ex}"
-        if CONFIGS[n][2] and mps_error:
+        if config(n)[2] and mps_error:
             res["configs"][n] = {"error": mps_error}
         else:
             res["configs"][n] = run_config(n)
