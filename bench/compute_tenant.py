@@ -32,6 +32,9 @@ ap.add_argument("--cpus", help="run on these CPUs only (e.g. 2-5), so the tenant
 ap.add_argument("--no-gc", action="store_true",
                 help="infer: no garbage collection during a phase (serving loops freeze it); "
                 "collected between phases")
+ap.add_argument("--graph", action="store_true",
+                help="infer: replay the model as one CUDA graph (how serving stacks launch), so "
+                "a request's latency is the GPU's, not Python's launch loop")
 ap.add_argument("--warm-requests", type=int, default=100,
                 help="infer: requests run after the start time and not counted, so the GPU's "
                 "clocks are up (an idle H200 drops to 345 MHz during the wait)")
@@ -82,6 +85,22 @@ elif args.schedule:
         for _ in range(20):
             model(x)
         torch.cuda.synchronize()
+        request = lambda: model(x)  # noqa: E731
+        if args.graph:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    model(x)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                model(x)
+            request = graph.replay
+            for _ in range(20):
+                request()
+            torch.cuda.synchronize()
+            out["graph"] = True
         for ph in phases():
             if args.no_gc:
                 gc.collect()
@@ -90,7 +109,7 @@ elif args.schedule:
             while time.time() < ph["t1"]:
                 t0 = time.perf_counter()
                 w0 = time.time()
-                model(x)
+                request()
                 torch.cuda.synchronize()
                 dt = time.perf_counter() - t0
                 if w0 >= t_from:

@@ -51,6 +51,7 @@ ap.add_argument("--size", type=int, default=4096, help="B's matmul size")
 ap.add_argument("--pin", default="",
                 help="A's and B's CPUs, e.g. 2-5/8-11 (compute_tenant.py --cpus); A also runs "
                 "without garbage collection inside a phase")
+ap.add_argument("--graph", action="store_true", help="A replays ResNet-50 as a CUDA graph")
 ap.add_argument("--lead", type=float, default=14.0, help="seconds for both tenants to start up")
 args = ap.parse_args()
 TENANT = os.environ.get("GS_BENCH_TENANT", os.path.join(HERE, "compute_tenant.py"))  # tests: a stand-in
@@ -128,6 +129,8 @@ def run_config(name):
                "--batch", str(args.batch), "--size", str(args.size)]
         if pin:
             cmd += ["--cpus", pin] + (["--no-gc"] if mode == "infer" else [])
+        if args.graph and mode == "infer":
+            cmd.append("--graph")
         if gs is not None:
             cmd = [args.gpuslice, "run", "--memory", "24Gi"] + gs + ["--"] + cmd
         env = dict(os.environ)
@@ -165,7 +168,7 @@ def run_config(name):
     return res
 
 
-res = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "batch": args.batch, "pin": args.pin, "thinks": args.thinks,
+res = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "batch": args.batch, "pin": args.pin, "graph": args.graph, "thinks": args.thinks,
        "reps": args.reps, "size": args.size, "configs": {}}
 
 
