@@ -24,6 +24,7 @@ Variants (--configs):
   gs_mps_shrink    gpuslice on MPS with yield = shrink: B on all SMs while A idles, on a green
                    context of half the SMs (72 on an H200) while A is busy
   gs_mps_shrinkN   the same with --green-sms N (e.g. gs_mps_shrink40, gs_mps_shrink96)
+  CONFIG@NAME      CONFIG with B's interposer a variant build (--b-lib NAME=LIB)
 """
 import argparse
 import json
@@ -52,6 +53,9 @@ ap.add_argument("--pin", default="",
                 help="A's and B's CPUs, e.g. 2-5/8-11 (compute_tenant.py --cpus); A also runs "
                 "without garbage collection inside a phase")
 ap.add_argument("--graph", action="store_true", help="A replays ResNet-50 as a CUDA graph")
+ap.add_argument("--b-lib", action="append", default=[], metavar="NAME=LIB",
+                help="a variant's B runs with another libgpuslice.so (GPUSLICE_INTERPOSER): "
+                "config gs_mps_shrink@NAME is gs_mps_shrink with B on LIB")
 ap.add_argument("--lead", type=float, default=14.0, help="seconds for both tenants to start up")
 args = ap.parse_args()
 TENANT = os.environ.get("GS_BENCH_TENANT", os.path.join(HERE, "compute_tenant.py"))  # tests: a stand-in
@@ -76,7 +80,15 @@ CONFIGS = {
 
 
 def config(name):
-    """CONFIGS[name], or a shrink variant with its green SM count in the name."""
+    """CONFIGS[name], a shrink variant with its green SM count in the name, or
+    either with @NAME: B on the library --b-lib gave that name."""
+    if "@" in name:
+        base, _, var = name.partition("@")
+        libs = dict(x.split("=", 1) for x in args.b_lib)
+        c = config(base)
+        if c is None or var not in libs:
+            return None
+        return c[0], c[1], c[2], dict(c[3], GPUSLICE_INTERPOSER=os.path.abspath(libs[var]))
     if name in CONFIGS:
         return CONFIGS[name]
     m = re.fullmatch(r"gs_mps_shrink(\d+)", name)

@@ -10,6 +10,15 @@ int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now)
     return t->crit_launch_ns + GS_CC_CRIT_STALE_NS > now;
 }
 
+int gs_cc_critical_recent(const struct gs_cc_tenant *t, uint64_t now)
+{
+    if (gs_cc_critical_busy(t, now))
+        return 1;
+    if (!t->critical || !t->alive || t->crit_idle_ns == 0)
+        return 0;
+    return t->crit_idle_ns + GS_CC_SHRINK_LINGER_NS > now; /* not "now - idle": see above */
+}
+
 static int active(const struct gs_cc_tenant *t, uint64_t now)
 {
     return t->alive && t->share > 0 && !t->critical && t->demand_ns &&
@@ -27,6 +36,7 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
     const struct gs_cc_tenant *me = &t[self];
     out->gated_by_critical = 0;
     out->critical_busy = 0;
+    out->critical_recent = 0;
     out->window_end_ns = 0;
     out->window_start_ns = 0;
     out->window_len_ns = 0;
@@ -35,8 +45,10 @@ void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, u
         out->until_ns = now + period;
         return;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         out->critical_busy |= i != self && gs_cc_critical_busy(&t[i], now);
+        out->critical_recent |= i != self && gs_cc_critical_recent(&t[i], now);
+    }
     if (out->critical_busy && !me->bound) {
         out->go = 0;
         out->until_ns = now + GS_CC_CRIT_POLL_NS;
@@ -117,6 +129,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     }
     me->until = 0;
     me->critical_busy = d.critical_busy;
+    me->critical_recent = d.critical_recent;
     if (d.gated_by_critical || !d.window_len_ns) {
         /* Not share-controlled (or a critical tenant is busy): decide said it all. */
         if (d.go) {

@@ -55,7 +55,7 @@ static struct {
     CUevent ring[RING];
     int ring_head, ring_n;
     unsigned launches_since_event;
-    _Atomic int shrink_now; /* yield = shrink and a critical tenant is busy */
+    _Atomic int shrink_now; /* yield = shrink and a critical tenant is busy, or was just now */
 } cc = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* yield = shrink: a green context over part of the GPU's SMs, made on first
@@ -268,7 +268,7 @@ static void cc_slow(CUstream s)
         enum gs_cc_action a =
             gs_cc_before_launch(&cc.self, t, cc.npeers, self, now, GS_CC_PERIOD_NS, &wait);
         if (gs_g.limits.yield == GS_YIELD_SHRINK)
-            atomic_store_explicit(&cc.shrink_now, cc.self.critical_busy, memory_order_relaxed);
+            atomic_store_explicit(&cc.shrink_now, cc.self.critical_recent, memory_order_relaxed);
         atomic_store_explicit(&me->window_busy, cc.self.in_window || a == GS_CC_DRAIN,
                               memory_order_relaxed);
         if (a == GS_CC_LAUNCH) {

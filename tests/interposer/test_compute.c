@@ -473,6 +473,42 @@ static void test_critical_stamp_after_our_clock(void **st)
     assert_false(d.gated_by_critical);
 }
 
+/* yield = shrink's "recently busy": from the critical tenant's last launch
+ * until GS_CC_SHRINK_LINGER_NS after its work was seen finished; never for a
+ * dead or best-effort tenant, and not for the critical tenant itself. */
+static void test_critical_recent_lingers(void **st)
+{
+    (void)st;
+    const uint64_t L = GS_CC_SHRINK_LINGER_NS;
+    struct gs_cc_tenant t[2] = {
+        {.key = 1, .share = 50, .alive = 1, .bound = 1, .demand_ns = 10 * SEC},
+        {.key = 2, .critical = 1, .alive = 1, .crit_launch_ns = 10 * SEC},
+    };
+    struct gs_cc_decision d;
+    gs_cc_decide(t, 2, 0, 10 * SEC + US, GS_CC_PERIOD_NS, 0, &d);
+    assert_true(d.critical_busy && d.critical_recent && d.go); /* bound: keeps launching */
+    t[1].crit_idle_ns = 10 * SEC + 2 * US;                     /* its request is done */
+    gs_cc_decide(t, 2, 0, 10 * SEC + 3 * US, GS_CC_PERIOD_NS, 0, &d);
+    assert_false(d.critical_busy);
+    assert_true(d.critical_recent);
+    gs_cc_decide(t, 2, 0, 10 * SEC + 2 * US + L - 1, GS_CC_PERIOD_NS, 0, &d);
+    assert_true(d.critical_recent);
+    gs_cc_decide(t, 2, 0, 10 * SEC + 2 * US + L, GS_CC_PERIOD_NS, 0, &d);
+    assert_false(d.critical_recent);                    /* idle long enough: the whole GPU again */
+    t[1].crit_idle_ns = 10 * SEC + 2 * US + L + 5 * US; /* finished after our clock read */
+    gs_cc_decide(t, 2, 0, 10 * SEC + 2 * US + L, GS_CC_PERIOD_NS, 0, &d);
+    assert_true(d.critical_recent);
+    t[1].alive = 0; /* died: nobody to make way for */
+    gs_cc_decide(t, 2, 0, 10 * SEC + 2 * US + L, GS_CC_PERIOD_NS, 0, &d);
+    assert_false(d.critical_recent);
+    t[1].alive = 1;
+    gs_cc_decide(t, 2, 1, 10 * SEC + 3 * US, GS_CC_PERIOD_NS, 0, &d);
+    assert_false(d.critical_recent); /* the critical tenant never makes way for itself */
+    t[1].critical = 0;
+    gs_cc_decide(t, 2, 0, 10 * SEC + 3 * US, GS_CC_PERIOD_NS, 0, &d);
+    assert_false(d.critical_recent);
+}
+
 static void test_dead_tenants_do_not_block(void **st)
 {
     (void)st;
@@ -515,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_debt_capped_by_current_window),
         cmocka_unit_test(test_critical_yields),
         cmocka_unit_test(test_critical_stamp_after_our_clock),
+        cmocka_unit_test(test_critical_recent_lingers),
         cmocka_unit_test(test_bound_mode_keeps_best_effort_running),
         cmocka_unit_test(test_dead_tenants_do_not_block),
     };

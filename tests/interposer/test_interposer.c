@@ -527,12 +527,17 @@ static void test_best_effort_yields_to_critical(void **st)
 }
 
 /* yield = shrink: next to a busy critical tenant a best-effort tenant keeps
- * launching, on a green context's stream; with the critical tenant idle, on
- * its own; without green contexts, or when the green stream refuses a kernel,
- * it falls back to its own stream and says so. (What the SMs do is measured
- * on the H200: bench/green_ctx_probe.cu.) */
-static const char *run_shrink(int critical_busy, const char *extra_env)
+ * launching, on a green context's stream, and stays there while the critical
+ * tenant has been idle for less than GS_CC_SHRINK_LINGER_NS (the gap between
+ * two requests); with the critical tenant idle for longer, on its own stream;
+ * without green contexts, or when the green stream refuses a kernel, it falls
+ * back to its own stream and says so. (What the SMs do is measured on the
+ * H200: bench/green_ctx_probe.cu.) */
+enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE };
+
+static const char *run_shrink(enum crit_state critical, const char *extra_env)
 {
+    int critical_busy = critical == CRIT_BUSY;
     struct slice crit, be;
     mkslice(&crit, GiB);
     mkslice(&be, GiB);
@@ -547,8 +552,15 @@ static const char *run_shrink(int critical_busy, const char *extra_env)
     struct gs_ledger *cl = ledger(&crit);
     assert_true(gs_ledger_claim(cl, getpid(), gs_ledger_proc_starttime(getpid())) >= 0);
     uint64_t launched = mono();
+    if (critical == CRIT_IDLE_LONG) /* its last request finished a second ago */
+        launched -= 1000ull * 1000 * 1000;
     atomic_store(&cl->crit_launch_ns, launched);
-    atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : launched + 1); /* idle: seen finished */
+    /* Idle = seen finished after its last launch. "Just idle" for the whole
+     * run, however slowly the worker starts (sanitizers): the stamp is later
+     * than any clock read the worker makes, as a peer's stamp may be. */
+    uint64_t finished =
+        critical == CRIT_JUST_IDLE ? launched + 60ull * 1000 * 1000 * 1000 : launched + 1;
+    atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : finished);
     const char *args[] = {"direct", "launch", "5", NULL};
     int fd;
     pid_t pid = spawn(&be, extra_env, &fd, args);
@@ -573,7 +585,9 @@ static const char *run_shrink(int critical_busy, const char *extra_env)
     int status;
     waitpid(pid, &status, 0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    atomic_store(&cl->crit_idle_ns, mono()); /* done: it must not hold up the next case */
+    /* done: it must not hold up the next case (launch = idle: not busy) */
+    atomic_store(&cl->crit_launch_ns, mono() - 1000ull * 1000 * 1000);
+    atomic_store(&cl->crit_idle_ns, atomic_load(&cl->crit_launch_ns));
     gs_ledger_close(cl);
     return out;
 }
@@ -581,11 +595,15 @@ static const char *run_shrink(int critical_busy, const char *extra_env)
 static void test_shrink_moves_kernels_to_green_context(void **st)
 {
     (void)st;
-    const char *out = run_shrink(1, "GPUSLICE_LOG_LEVEL=info");
+    const char *out = run_shrink(CRIT_BUSY, "GPUSLICE_LOG_LEVEL=info");
     assert_int_equal(field(out, "launched "), 5);
     assert_int_equal(field(out, "on-green "), 5);
     assert_non_null(strstr(out, "run on 16 of the GPU's 132 SMs"));
-    out = run_shrink(0, NULL); /* critical tenant idle: the whole GPU */
+    out = run_shrink(CRIT_JUST_IDLE, NULL); /* between two requests: stay shrunk */
+    assert_int_equal(field(out, "launched "), 5);
+    assert_int_equal(field(out, "on-green "), 5);
+    out = run_shrink(CRIT_IDLE_LONG, NULL); /* critical tenant idle: the whole GPU */
+    assert_int_equal(field(out, "launched "), 5);
     assert_int_equal(field(out, "on-green "), 0);
 }
 
@@ -594,14 +612,14 @@ static void test_shrink_falls_back_without_green_context(void **st)
     (void)st;
     /* GS_FAKE_FAIL is read by the fake driver; the log by the test. */
     setenv("GS_FAKE_FAIL", "cuGreenCtxCreate:801", 1);
-    const char *out = run_shrink(1, "GPUSLICE_LOG_LEVEL=info");
+    const char *out = run_shrink(CRIT_BUSY, "GPUSLICE_LOG_LEVEL=info");
     unsetenv("GS_FAKE_FAIL");
     assert_int_equal(field(out, "launched "), 5);
     assert_int_equal(field(out, "on-green "), 0);
     assert_non_null(strstr(out, "no green context (cuGreenCtxCreate: error 801)"));
     /* The green stream refuses the first kernel; it runs on the tenant's own. */
     setenv("GS_FAKE_FAIL", "cuLaunchKernel:400@1", 1);
-    out = run_shrink(1, "GPUSLICE_LOG_LEVEL=info");
+    out = run_shrink(CRIT_BUSY, "GPUSLICE_LOG_LEVEL=info");
     unsetenv("GS_FAKE_FAIL");
     assert_int_equal(field(out, "launched "), 5);
     assert_int_equal(field(out, "on-green "), 0);
