@@ -28,7 +28,12 @@
  * launch; otherwise one event per EVENT_EVERY launches keeps a window's
  * queue (and so the drain at its end) short. */
 #define RING 4
-#define CRIT_RING 2
+/* yield = gate: kernels we may keep queued behind the running one next to a
+ * critical tenant (we stop launching while it is busy, so this is what its
+ * next request can find in front of it). A benchmark may build a variant. */
+#ifndef GS_CC_GATE_QUEUED
+#define GS_CC_GATE_QUEUED 1
+#endif
 #define EVENT_EVERY 16
 #define RESCAN_NS (1000ull * 1000 * 1000)
 #define DEMAND_PUBLISH_NS (1000ull * 1000)
@@ -237,11 +242,12 @@ static void ring_record(CUstream s, int every)
 }
 
 /* Events we may leave outstanding before the next launch, next to a critical
- * tenant: gate mode stops launching while it is busy, so two kernels may be
- * in flight; bound and shrink keep launching, so only one (no queue behind it). */
+ * tenant: gate mode stops launching while it is busy, so GS_CC_GATE_QUEUED + 1
+ * kernels may be in flight; bound and shrink keep launching, so only one (no
+ * queue behind it). */
 static int crit_depth(void)
 {
-    return gs_g.limits.yield == GS_YIELD_GATE ? CRIT_RING - 1 : 0;
+    return gs_g.limits.yield == GS_YIELD_GATE ? GS_CC_GATE_QUEUED : 0;
 }
 
 static void drain(void)
