@@ -149,19 +149,22 @@ def run_config(name):
         if mps:
             env.update(MPS)
         env.update(extra_env)
+        if gs is not None:  # the interposer says which yield it ended up using (shrink may fall back)
+            env.setdefault("GPUSLICE_LOG_LEVEL", "info")
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = []
+    outs, said = [], []
     for p in procs:
         o, err = p.communicate(timeout=args.lead + span + 120)
         line = [x for x in o.splitlines() if x.startswith("{")]
         outs.append(json.loads(line[-1]) if line else {"error": err[-1500:]})
+        said.append([x[:300] for x in err.splitlines() if "gpuslice[interposer" in x and "yield" in x][:4])
     ra, rb = outs
     if "error" in ra or "error" in rb:
         return {"error": ra.get("error") or rb.get("error"), "span_s": span}
     late = [p["tag"] for p in ra["phases"] if not p["lat_ms"]]
     res = {"span_s": span, "phases": [[p["tag"], round(p["t0"], 3), round(p["t1"], 3)] for p in sa],
            "b_alone": [p["matmuls_per_s"] for p in rb["phases"] if p["tag"].startswith("B@")],
-           "thinks": {}, "empty_phases": late}
+           "thinks": {}, "empty_phases": late, "interposer_said": {"A": said[0], "B": said[1]}}
     for t in [float(x) for x in args.thinks.split(",")]:
         alone = [p for p in ra["phases"] if p["tag"] == f"A@{t:g}"]
         withb = [p for p in ra["phases"] if p["tag"] == f"AB@{t:g}"]
