@@ -16,6 +16,10 @@ int gs_cc_critical_recent(const struct gs_cc_tenant *t, uint64_t now)
         return 1;
     if (!t->critical || !t->alive || t->crit_idle_ns == 0)
         return 0;
+    /* A stamp may come from after our clock read, by microseconds; one from
+     * far ahead is not believed (it would keep us shrunk for as long). */
+    if (t->crit_idle_ns > now + GS_CC_CRIT_STALE_NS)
+        return 0;
     return t->crit_idle_ns + GS_CC_SHRINK_LINGER_NS > now; /* not "now - idle": see above */
 }
 

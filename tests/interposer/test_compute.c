@@ -498,6 +498,11 @@ static void test_critical_recent_lingers(void **st)
     t[1].crit_idle_ns = 10 * SEC + 2 * US + L + 5 * US; /* finished after our clock read */
     gs_cc_decide(t, 2, 0, 10 * SEC + 2 * US + L, GS_CC_PERIOD_NS, 0, &d);
     assert_true(d.critical_recent);
+    t[1].crit_idle_ns =
+        10 * SEC + 2 * US + L + GS_CC_CRIT_STALE_NS + US; /* far ahead: a bad stamp */
+    gs_cc_decide(t, 2, 0, 10 * SEC + 2 * US + L, GS_CC_PERIOD_NS, 0, &d);
+    assert_false(d.critical_recent);
+    t[1].crit_idle_ns = 10 * SEC + 2 * US + L + 5 * US;
     t[1].alive = 0; /* died: nobody to make way for */
     gs_cc_decide(t, 2, 0, 10 * SEC + 2 * US + L, GS_CC_PERIOD_NS, 0, &d);
     assert_false(d.critical_recent);

@@ -556,10 +556,12 @@ static const char *run_shrink(enum crit_state critical, const char *extra_env)
         launched -= 1000ull * 1000 * 1000;
     atomic_store(&cl->crit_launch_ns, launched);
     /* Idle = seen finished after its last launch. "Just idle" for the whole
-     * run, however slowly the worker starts (sanitizers): the stamp is later
-     * than any clock read the worker makes, as a peer's stamp may be. */
-    uint64_t finished =
-        critical == CRIT_JUST_IDLE ? launched + 60ull * 1000 * 1000 * 1000 : launched + 1;
+     * run, however slowly the worker starts (sanitizers): its requests keep
+     * finishing, stamped a little ahead (as a peer's stamp may be, from after
+     * the worker's clock read) so that a short stall of this loop does not
+     * matter; far ahead would not be believed. */
+    const uint64_t ahead = 50ull * 1000 * 1000;
+    uint64_t finished = critical == CRIT_JUST_IDLE ? mono() + ahead : launched + 1;
     atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : finished);
     const char *args[] = {"direct", "launch", "5", NULL};
     int fd;
@@ -570,6 +572,8 @@ static const char *run_shrink(enum crit_state critical, const char *extra_env)
     for (;;) { /* a busy critical tenant keeps launching while the worker runs */
         if (critical_busy)
             atomic_store(&cl->crit_launch_ns, mono());
+        if (critical == CRIT_JUST_IDLE)
+            atomic_store(&cl->crit_idle_ns, mono() + ahead);
         ssize_t n = read(fd, out + len, sizeof out - 1 - len);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
             break;
