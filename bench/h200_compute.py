@@ -1,6 +1,7 @@
 """Issue 6 on a real GPU, side by side in one run.
 
   python3 bench/h200_compute.py --gpuslice build-minimal/gpuslice --out compute.json [--part shares|latency|all]
+      [--part shares-mps: the shares with NVIDIA MPS underneath]
 
 shares:  two bf16 matmul hogs at 25/75, 30/70, 50/50 (gpuslice --compute), and one
          hog hard-capped at 25/50/75: achieved share = throughput / solo throughput.
@@ -89,41 +90,47 @@ def hog(gs=None, env=None, size=8192):
     return ("hog", gs, ["--secs", str(args.secs), "--size", str(size)], env)
 
 
-if args.part in ("shares", "all"):
+def shares(key, gs_extra=(), env=None):
+    """Pairs, plain sharing of two hogs, and hard caps; every tenant with gs_extra on its
+    gpuslice command line and env in its environment (MPS underneath: both)."""
+    gx = list(gs_extra)
+
+    def with_lib(lib):
+        return dict(env or {}, **({"GPUSLICE_INTERPOSER": lib} if lib else {})) or None
+
     # Solo before and after everything: the GPU's throughput drifts by a few percent
     # over minutes (power-limited), and every share is relative to it.
-    solo_r = together([hog()])[0]
+    solo_r = together([hog(env=env)])[0]
     print("solo", solo_r["matmuls_per_s"], "gpu time", solo_r.get("gpu_time_fraction"), flush=True)
-    solo_gs = together([hog(["--compute", "100"])])[0]["matmuls_per_s"]
+    solo_gs = together([hog(["--compute", "100"] + gx, env=env)])[0]["matmuls_per_s"]
     sh = {"solo_first": solo_r["matmuls_per_s"], "solo_under_gpuslice_100": solo_gs, "pairs": {}, "caps": {}}
-    res["shares"] = sh
+    res[key] = sh
     solo = solo_r["matmuls_per_s"]
 
     def save():
         json.dump(res, open(args.out, "w"), indent=1)
 
     for a, b in ((25, 75), (30, 70), (50, 50)):
-        ra, rb = together([hog(["--compute", str(a)]), hog(["--compute", str(b)])])
+        ra, rb = together([hog(["--compute", str(a)] + gx, env=env), hog(["--compute", str(b)] + gx, env=env)])
         ra.pop("stamps", None)
         rb.pop("stamps", None)
         sh["pairs"][f"{a}/{b}"] = {"raw": [ra, rb]}
         print("pair", a, b, 100 * ra.get("matmuls_per_s", 0) / solo, 100 * rb.get("matmuls_per_s", 0) / solo, flush=True)
         save()
-    # plain time-slicing for reference
-    ra, rb = together([hog(), hog()])
+    # plain sharing (time-slicing, or MPS with all threads) for reference
+    ra, rb = together([hog(env=env), hog(env=env)])
     sh["time_slicing_raw"] = [ra.get("matmuls_per_s", 0), rb.get("matmuls_per_s", 0)]
     sh["solo_gpu_time_fraction"] = solo_r.get("gpu_time_fraction")
     variants = [("default", None)] + [tuple(v.split("=", 1)) for v in args.cap_variant]
     for vname, lib in variants if not args.no_caps else []:
         for c in (25, 50, 75):
-            env = {"GPUSLICE_INTERPOSER": lib} if lib else None
-            r = together([hog(["--compute", str(c), "--hard-cap"], env=env)])[0]
+            r = together([hog(["--compute", str(c), "--hard-cap"] + gx, env=with_lib(lib))])[0]
             r.pop("stamps", None)
-            key = str(c) if vname == "default" else f"{c}_{vname}"
-            sh["caps"][key] = {"raw": r, "gpu_time": 100 * r.get("gpu_time_fraction", 0)}
-            print("cap", key, 100 * r.get("matmuls_per_s", 0) / solo, flush=True)
+            ck = str(c) if vname == "default" else f"{c}_{vname}"
+            sh["caps"][ck] = {"raw": r, "gpu_time": 100 * r.get("gpu_time_fraction", 0)}
+            print("cap", ck, 100 * r.get("matmuls_per_s", 0) / solo, flush=True)
             save()
-    solo_last = together([hog()])[0]["matmuls_per_s"]
+    solo_last = together([hog(env=env)])[0]["matmuls_per_s"]
     sh["solo_last"] = solo_last
     sh["solo_matmuls_per_s"] = solo = (sh["solo_first"] + solo_last) / 2
     for k, v in sh["pairs"].items():
@@ -135,6 +142,30 @@ if args.part in ("shares", "all"):
         print("cap", k, round(v["achieved"], 1), flush=True)
     print("solo first/last", sh["solo_first"], solo_last, flush=True)
     save()
+    return sh
+
+
+if args.part in ("shares", "all"):
+    shares("shares")
+
+if args.part == "shares-mps":
+    # The same under NVIDIA MPS (gpuslice --sharing mps: the windows still take turns), with
+    # the solo loop a client of the same daemon; plain MPS thread percentages for reference.
+    # Achieved shares are against the solo loop under MPS; solo_native says what that costs.
+    env = mps_env()
+    res["solo_native"] = together([hog()])[0]["matmuls_per_s"]
+    try:
+        mps_control(env, "start")
+        sh = shares("shares_mps", ["--sharing", "mps"], env)
+        plain = {}
+        for c in (25, 50, 75):
+            r = together([hog(env=dict(env, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(c)))])[0]
+            plain[str(c)] = 100 * r.get("matmuls_per_s", 0) / sh["solo_matmuls_per_s"]
+            print("plain mps threads", c, round(plain[str(c)], 1), flush=True)
+        sh["plain_mps_threads"] = plain
+        json.dump(res, open(args.out, "w"), indent=1)
+    finally:
+        mps_control(env, "quit")
 
 if args.part == "pair-debug":
     # One pair with the controller's debug log kept (--debug-dir): when each window was
