@@ -4,16 +4,18 @@
 # plain time-slicing, gpuslice gate, MPS at 50 % threads, and yield = shrink with and
 # without the linger after the critical tenant goes idle (variant built with linger 0), and
 # gate with one best-effort kernel in flight instead of two (variant built with
-# GS_CC_GATE_QUEUED=0).
+# GS_CC_CRIT_QUEUED=0), and at batch 1 plain MPS at 50 % threads.
 #   sh bench/h200_issue6_graph.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
 make -s minimal >/dev/null || exit 1
-make -s MINIMAL=1 BUILD=build-nolinger CFLAGS=-DGS_CC_SHRINK_LINGER_NS=0 build-nolinger/libgpuslice.so || exit 1
-make -s MINIMAL=1 BUILD=build-q0 CFLAGS=-DGS_CC_GATE_QUEUED=0 build-q0/libgpuslice.so || exit 1
-V=native,gs_gate,gs_gate@q0,gs_mps_t50,gs_mps_shrink,gs_mps_shrink@nolinger
+make -s MINIMAL=1 BUILD=build-nolinger CFLAGS=-DGS_CC_CRIT_LINGER_NS=0 build-nolinger/libgpuslice.so || exit 1
+make -s MINIMAL=1 BUILD=build-q0 CFLAGS=-DGS_CC_CRIT_QUEUED=0 build-q0/libgpuslice.so || exit 1
 for B in 8 1; do
-    T=0,1,3; [ $B = 1 ] && T=0,3   # the call's 10 minutes
+    # the call's 10 minutes: batch 1 at two think times, plain MPS (B alone under gpuslice
+    # against B alone under MPS: the queue kept next to an idle critical tenant) instead of q0
+    V=native,gs_gate,gs_gate@q0,gs_mps_t50,gs_mps_shrink,gs_mps_shrink@nolinger T=0,1,3
+    [ $B = 1 ] && V=native,gs_gate,gs_mps_t50,mps_t50,gs_mps_shrink,gs_mps_shrink@nolinger T=0,3
     timeout 290 python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch $B \
         --thinks $T --est-ms 2 --graph --lead 10 --pin 2-5/8-11 --configs $V \
         --b-lib nolinger=build-nolinger/libgpuslice.so --b-lib q0=build-q0/libgpuslice.so \

@@ -20,7 +20,7 @@ int gs_cc_critical_recent(const struct gs_cc_tenant *t, uint64_t now)
      * far ahead is not believed (it would keep us shrunk for as long). */
     if (t->crit_idle_ns > now + GS_CC_CRIT_STALE_NS)
         return 0;
-    return t->crit_idle_ns + GS_CC_SHRINK_LINGER_NS > now; /* not "now - idle": see above */
+    return t->crit_idle_ns + GS_CC_CRIT_LINGER_NS > now; /* not "now - idle": see above */
 }
 
 static int active(const struct gs_cc_tenant *t, uint64_t now)

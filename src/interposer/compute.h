@@ -50,15 +50,17 @@
 #define GS_CC_HANDOFF_MAX_NS (10ull * 1000 * 1000)
 #endif
 #define GS_CC_HANDOFF_POLL_NS (100ull * 1000)
-/* yield = shrink: a best-effort tenant stays on its green context this long
- * after a critical tenant's work was last seen finished. A serving loop's
- * gaps between requests are shorter than this, and a kernel launched on the
- * whole GPU in such a gap is one the next request waits behind on every SM
- * (H200, graph-launched ResNet-50 next to a GEMM loop: p50 1.55x with shrink
- * against 1.36x with a fixed thread limit). Longer idleness gives the tenant
- * the whole GPU back. A benchmark may build a variant with another value. */
-#ifndef GS_CC_SHRINK_LINGER_NS
-#define GS_CC_SHRINK_LINGER_NS (5ull * 1000 * 1000)
+/* A critical tenant whose work was seen finished less than this ago is
+ * treated as about to send its next request: a serving loop's gaps between
+ * requests are shorter. Meanwhile a best-effort tenant with yield = shrink
+ * stays on its green context (a kernel launched on the whole GPU in such a gap
+ * is one the next request waits behind on every SM: on the H200, graph-launched
+ * ResNet-50 next to a GEMM loop, p50 1.55x with shrink against 1.36x with a
+ * fixed thread limit), and one with bound or shrink keeps no queue behind its
+ * running kernel. Longer idleness gives it the whole GPU, and its queue, back.
+ * A benchmark may build a variant with another value. */
+#ifndef GS_CC_CRIT_LINGER_NS
+#define GS_CC_CRIT_LINGER_NS (5ull * 1000 * 1000)
 #endif
 /* How often a gated best-effort tenant looks again while a critical one runs. */
 #define GS_CC_CRIT_POLL_NS (50ull * 1000)
@@ -86,7 +88,7 @@ struct gs_cc_decision {
     uint64_t window_len_ns;   /* its nominal length (before debt) */
     int gated_by_critical;
     int critical_busy;   /* another tenant, latency-critical, is busy (gated or not) */
-    int critical_recent; /* ... or was, less than GS_CC_SHRINK_LINGER_NS ago */
+    int critical_recent; /* ... or was, less than GS_CC_CRIT_LINGER_NS ago */
 };
 
 /* One tenant's own side of the protocol (kept per process). */
@@ -134,7 +136,7 @@ uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t 
 
 /* Is a critical tenant t busy at now? */
 int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now);
-/* ... or was its work seen finished less than GS_CC_SHRINK_LINGER_NS ago? */
+/* ... or was its work seen finished less than GS_CC_CRIT_LINGER_NS ago? */
 int gs_cc_critical_recent(const struct gs_cc_tenant *t, uint64_t now);
 
 #endif

@@ -28,11 +28,14 @@
  * launch; otherwise one event per EVENT_EVERY launches keeps a window's
  * queue (and so the drain at its end) short. */
 #define RING 4
-/* yield = gate: kernels we may keep queued behind the running one next to a
- * critical tenant (we stop launching while it is busy, so this is what its
- * next request can find in front of it). A benchmark may build a variant. */
-#ifndef GS_CC_GATE_QUEUED
-#define GS_CC_GATE_QUEUED 1
+/* Kernels a best-effort tenant may keep queued behind its running one next to
+ * a critical tenant, when it may queue at all: always with gate (it stops
+ * launching while the critical tenant is busy), with bound and shrink only
+ * once the critical tenant has been idle for GS_CC_CRIT_LINGER_NS. What the
+ * critical tenant's next request can find in front of it. A benchmark may
+ * build a variant. */
+#ifndef GS_CC_CRIT_QUEUED
+#define GS_CC_CRIT_QUEUED 1
 #endif
 #define EVENT_EVERY 16
 #define RESCAN_NS (1000ull * 1000 * 1000)
@@ -242,12 +245,18 @@ static void ring_record(CUstream s, int every)
 }
 
 /* Events we may leave outstanding before the next launch, next to a critical
- * tenant: gate mode stops launching while it is busy, so GS_CC_GATE_QUEUED + 1
- * kernels may be in flight; bound and shrink keep launching, so only one (no
- * queue behind it). */
+ * tenant: gate mode stops launching while it is busy, so GS_CC_CRIT_QUEUED + 1
+ * kernels may be in flight; bound and shrink keep launching, so while it is
+ * busy, or was just now, only one (no queue behind it). Bound to one for
+ * good, a tenant idles the GPU between its kernels while it polls for the
+ * last one (on the H200 a GEMM loop alone next to an idle critical tenant ran
+ * ~8 % slower under gs_mps_t50 than under plain mps_t50, the likely cause;
+ * not yet measured apart). cc.lock held. */
 static int crit_depth(void)
 {
-    return gs_g.limits.yield == GS_YIELD_GATE ? GS_CC_GATE_QUEUED : 0;
+    if (gs_g.limits.yield == GS_YIELD_GATE || !cc.self.critical_recent)
+        return GS_CC_CRIT_QUEUED;
+    return 0;
 }
 
 static void drain(void)

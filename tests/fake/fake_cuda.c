@@ -209,6 +209,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic unsigned long calls[E_COUNT];
 static _Atomic unsigned long long launches, green_launches;
+/* Most kernels found still queued on a stream by a launch (GS_FAKE_KERNEL_US). */
+static _Atomic unsigned long long max_queued;
 static atomic_bool banner_done;
 static __thread struct {
     struct ctx *ctx;
@@ -270,6 +272,7 @@ static void reset_state(void)
         atomic_store(&calls[e], 0);
     atomic_store(&launches, 0);
     atomic_store(&green_launches, 0);
+    atomic_store(&max_queued, 0);
 }
 
 static void fake_init(void)
@@ -1177,6 +1180,12 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
     if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t now = now_ns();
+    if (st.kernel_ns && *busy > now) {
+        unsigned long long q = (*busy - now + st.kernel_ns - 1) / st.kernel_ns;
+        unsigned long long m = atomic_load(&max_queued);
+        while (q > m && !atomic_compare_exchange_weak(&max_queued, &m, q))
+            ;
+    }
     *busy = (*busy > now ? *busy : now) + st.kernel_ns;
     if (*busy > st.devs[dev].busy_until)
         st.devs[dev].busy_until = *busy;
@@ -1693,6 +1702,12 @@ unsigned long long gsfake_green_launches(void)
 {
     pthread_once(&once, fake_init);
     return atomic_load(&green_launches);
+}
+
+unsigned long long gsfake_max_queued(void)
+{
+    pthread_once(&once, fake_init);
+    return atomic_load(&max_queued);
 }
 
 unsigned long long gsfake_calls(const char *name)

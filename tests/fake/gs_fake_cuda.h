@@ -59,9 +59,10 @@ GS_FAKE_CU_ALL(GS_FAKE_CU_DECLARE)
 #undef GS_FAKE_CU_DECLARE
 
 /* Test-only calls (not in any real driver). */
-unsigned long long gsfake_used(int dev);           /* bytes the fake counts in use on dev */
-unsigned long long gsfake_launches(void);          /* kernel and graph launches since reset */
-unsigned long long gsfake_green_launches(void);    /* of those, on a green context's stream */
+unsigned long long gsfake_used(int dev);        /* bytes the fake counts in use on dev */
+unsigned long long gsfake_launches(void);       /* kernel and graph launches since reset */
+unsigned long long gsfake_green_launches(void); /* of those, on a green context's stream */
+unsigned long long gsfake_max_queued(void); /* most kernels a launch found queued on its stream */
 unsigned long long gsfake_calls(const char *name); /* calls of one entry point since reset */
 /* Drops all state (allocations, contexts, streams, counters, cuInit) and
  * re-reads the GS_FAKE_* environment: each test starts from a fresh driver. */

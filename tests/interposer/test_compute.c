@@ -474,12 +474,12 @@ static void test_critical_stamp_after_our_clock(void **st)
 }
 
 /* yield = shrink's "recently busy": from the critical tenant's last launch
- * until GS_CC_SHRINK_LINGER_NS after its work was seen finished; never for a
+ * until GS_CC_CRIT_LINGER_NS after its work was seen finished; never for a
  * dead or best-effort tenant, and not for the critical tenant itself. */
 static void test_critical_recent_lingers(void **st)
 {
     (void)st;
-    const uint64_t L = GS_CC_SHRINK_LINGER_NS;
+    const uint64_t L = GS_CC_CRIT_LINGER_NS;
     struct gs_cc_tenant t[2] = {
         {.key = 1, .share = 50, .alive = 1, .bound = 1, .demand_ns = 10 * SEC},
         {.key = 2, .critical = 1, .alive = 1, .crit_launch_ns = 10 * SEC},

@@ -528,7 +528,7 @@ static void test_best_effort_yields_to_critical(void **st)
 
 /* yield = shrink: next to a busy critical tenant a best-effort tenant keeps
  * launching, on a green context's stream, and stays there while the critical
- * tenant has been idle for less than GS_CC_SHRINK_LINGER_NS (the gap between
+ * tenant has been idle for less than GS_CC_CRIT_LINGER_NS (the gap between
  * two requests); with the critical tenant idle for longer, on its own stream;
  * without green contexts, or when the green stream refuses a kernel, it falls
  * back to its own stream and says so. (What the SMs do is measured on the
@@ -611,6 +611,27 @@ static void test_shrink_moves_kernels_to_green_context(void **st)
     assert_int_equal(field(out, "on-green "), 0);
 }
 
+/* Next to a critical tenant that is busy, or was just now, a bound or shrink
+ * tenant keeps no kernel queued behind its running one; once the critical
+ * tenant has been idle a while, one (GS_CC_CRIT_QUEUED), so it does not idle
+ * the GPU between its own kernels. The fake driver's kernels take 20 ms and
+ * it records the most a launch found queued in front of it. */
+static void test_queue_behind_running_kernel_next_to_critical(void **st)
+{
+    (void)st;
+    setenv("GS_FAKE_KERNEL_US", "20000", 1);
+    const char *out = run_shrink(CRIT_BUSY, NULL);
+    assert_int_equal(field(out, "on-green "), 5);
+    assert_int_equal(field(out, "max-queued "), 0);
+    out = run_shrink(CRIT_JUST_IDLE, NULL);
+    assert_int_equal(field(out, "on-green "), 5);
+    assert_int_equal(field(out, "max-queued "), 0);
+    out = run_shrink(CRIT_IDLE_LONG, NULL);
+    unsetenv("GS_FAKE_KERNEL_US");
+    assert_int_equal(field(out, "on-green "), 0);
+    assert_int_equal(field(out, "max-queued "), 1);
+}
+
 static void test_shrink_falls_back_without_green_context(void **st)
 {
     (void)st;
@@ -678,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_pause_past_window_not_charged),
         cmocka_unit_test(test_shrink_moves_kernels_to_green_context),
         cmocka_unit_test(test_shrink_falls_back_without_green_context),
+        cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
         cmocka_unit_test(test_cap_every_way),
         cmocka_unit_test(test_wrappers_answer_every_way),
         cmocka_unit_test(test_every_path_charges_and_frees),

@@ -397,10 +397,14 @@ int main(int argc, char **argv)
         for (long i = 0; i < n; i++)
             if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
                 return 4;
-        /* How many ran on a green context's stream (the fake driver counts). */
+        /* How many ran on a green context's stream, and the most kernels a
+         * launch found still queued in front of it (the fake driver counts). */
         unsigned long long (*green)(void) =
             (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "gsfake_green_launches");
-        printf("launched %ld on-green %llu\n", n, green ? green() : 0ull);
+        unsigned long long (*queued)(void) =
+            (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "gsfake_max_queued");
+        printf("launched %ld on-green %llu max-queued %llu\n", n, green ? green() : 0ull,
+               queued ? queued() : 0ull);
         return 0;
     }
     if (!strcmp(s, "launch-pause") && argc > 4) {
