@@ -12,39 +12,52 @@ import json
 import statistics
 import sys
 
-runs = [(p, json.load(open(p))) for p in sys.argv[1:]]
-native_alone = {}  # (batch, graph, think) -> (p99, file)
-native_b = []
-for path, r in runs:
-    nat = r["configs"].get("native")
-    if nat and "thinks" in nat:
-        native_b.append(max(nat["b_alone"]))
-        for t, v in nat["thinks"].items():
-            native_alone.setdefault((r["batch"], r.get("graph", False), t), (v["alone"]["p99"], path))
-b_ref = statistics.median(native_b) if native_b else None
 
-print("| batch | variant | think ms | A busy | A p99 alone (own) ms | A p99 with B ms | p99 / own alone "
-      "| p99 / native alone | p50 / own alone | B / native solo |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-rows = []
-for path, r in runs:
-    for name, c in r["configs"].items():
-        if "thinks" not in c:
-            continue
-        for t, v in c["thinks"].items():
-            ref, src = native_alone.get((r["batch"], r.get("graph", False), t), (None, None))
-            own = v["with_b"]["p99"] / v["alone"]["p99"] if v["alone"]["p99"] else float("nan")
-            nat = v["with_b"]["p99"] / ref if ref else float("nan")
-            p50 = v["with_b"]["p50"] / v["alone"]["p50"] if v["alone"].get("p50") else float("nan")
-            mark = "" if src == path else "*"
-            bf = v["b_rate"] / b_ref if b_ref else float("nan")
-            rows.append((r["batch"], name, float(t),
-                         f"| {r['batch']} | {name} | {t} | {v['with_b']['busy']:.2f} | {v['alone']['p99']:.2f} "
-                         f"| {v['with_b']['p99']:.2f} | {own:.2f} | {nat:.2f}{mark} | {p50:.2f} | {bf:.2f} |"))
-for row in sorted(rows, key=lambda x: (-x[0], x[2], x[1])):
-    print(row[3])
-if any(r.get("graph") for _, r in runs):
-    print("\nA replays the model as a CUDA graph in the files that say so (`graph`); their native "
-          "reference is a native variant that did too.")
-print(f"\nB's native solo throughput (median of the native variants' best B-alone phase): "
-      f"{b_ref:.0f} matmuls/s" if b_ref else "")
+def cells(paths):
+    """One dict per (file, variant, think time) with the ratios the table shows, and B's
+    native solo rate they are against."""
+    runs = [(p, json.load(open(p))) for p in paths]
+    native_alone = {}  # (batch, graph, think) -> (p99, file)
+    native_b = []
+    for path, r in runs:
+        nat = r["configs"].get("native")
+        if nat and "thinks" in nat:
+            native_b.append(max(nat["b_alone"]))
+            for t, v in nat["thinks"].items():
+                native_alone.setdefault((r["batch"], r.get("graph", False), t), (v["alone"]["p99"], path))
+    b_ref = statistics.median(native_b) if native_b else None
+    out = []
+    for path, r in runs:
+        for name, c in r["configs"].items():
+            if "thinks" not in c:
+                continue
+            for t, v in c["thinks"].items():
+                ref, src = native_alone.get((r["batch"], r.get("graph", False), t), (None, None))
+                nan = float("nan")
+                out.append({
+                    "path": path, "batch": r["batch"], "graph": r.get("graph", False), "variant": name,
+                    "think": float(t),
+                    "think_label": t, "busy": v["with_b"]["busy"], "p99_alone": v["alone"]["p99"],
+                    "p99_with_b": v["with_b"]["p99"],
+                    "p99_own": v["with_b"]["p99"] / v["alone"]["p99"] if v["alone"]["p99"] else nan,
+                    "p99_native": v["with_b"]["p99"] / ref if ref else nan, "native_elsewhere": src != path,
+                    "p50_own": v["with_b"]["p50"] / v["alone"]["p50"] if v["alone"].get("p50") else nan,
+                    "b_fraction": v["b_rate"] / b_ref if b_ref else nan})
+    return out, b_ref, any(r.get("graph") for _, r in runs)
+
+
+if __name__ == "__main__":
+    rows, b_ref, graph = cells(sys.argv[1:])
+    print("| batch | variant | think ms | A busy | A p99 alone (own) ms | A p99 with B ms | p99 / own alone "
+          "| p99 / native alone | p50 / own alone | B / native solo |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for c in sorted(rows, key=lambda x: (-x["batch"], x["think"], x["variant"])):
+        mark = "*" if c["native_elsewhere"] else ""
+        print(f"| {c['batch']} | {c['variant']} | {c['think_label']} | {c['busy']:.2f} | {c['p99_alone']:.2f} "
+              f"| {c['p99_with_b']:.2f} | {c['p99_own']:.2f} | {c['p99_native']:.2f}{mark} | {c['p50_own']:.2f} "
+              f"| {c['b_fraction']:.2f} |")
+    if graph:
+        print("\nA replays the model as a CUDA graph in the files that say so (`graph`); their native "
+              "reference is a native variant that did too.")
+    print(f"\nB's native solo throughput (median of the native variants' best B-alone phase): "
+          f"{b_ref:.0f} matmuls/s" if b_ref else "")
