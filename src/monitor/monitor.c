@@ -215,6 +215,15 @@ static void print_table(const struct row *rows, int n, const char *root)
         printf("(no slices in %s)\n", root);
 }
 
+/* An enum setting of the limits, by the name the limits file gives it. */
+static void add_limit_name(cJSON *o, const char *key, int value)
+{
+    char name[32];
+    const char *v =
+        gs_config_enum_name(gs_limits_table, gs_limits_table_len, key, value, name, sizeof name);
+    cJSON_AddStringToObject(o, key, v ? v : "unknown");
+}
+
 static char *build_json(const struct row *rows, int n, const char *root)
 {
     cJSON *top = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(top, "slices");
@@ -228,17 +237,11 @@ static char *build_json(const struct row *rows, int n, const char *root)
         cJSON_AddNumberToObject(o, "peak_process_bytes", (double)r->peak);
         cJSON_AddNumberToObject(o, "processes", r->procs);
         cJSON_AddNumberToObject(o, "compute_percent", (double)r->lim.compute);
-        cJSON_AddStringToObject(o, "compute_mode",
-                                r->lim.compute_mode == GS_COMPUTE_CAP ? "cap" : "share");
-        cJSON_AddStringToObject(o, "priority",
-                                r->lim.priority == GS_PRIO_CRITICAL ? "critical" : "best-effort");
-        cJSON_AddStringToObject(o, "sharing",
-                                r->lim.sharing == GS_SHARING_MPS ? "mps" : "timeslice");
+        add_limit_name(o, "compute_mode", r->lim.compute_mode);
+        add_limit_name(o, "priority", r->lim.priority);
+        add_limit_name(o, "sharing", r->lim.sharing);
         cJSON_AddNumberToObject(o, "mps_threads_percent", (double)r->lim.mps_threads);
-        char yname[32];
-        const char *y = gs_config_enum_name(gs_limits_table, gs_limits_table_len, "yield",
-                                            r->lim.yield, yname, sizeof yname);
-        cJSON_AddStringToObject(o, "yield", y ? y : "unknown");
+        add_limit_name(o, "yield", r->lim.yield);
         cJSON_AddNumberToObject(o, "green_sms", (double)r->lim.green_sms);
         cJSON_AddNumberToObject(o, "allocations", (double)r->allocs);
         cJSON_AddNumberToObject(o, "refused_by_cap", (double)r->ooms);
