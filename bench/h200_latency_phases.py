@@ -21,6 +21,7 @@ Variants (--configs):
                    priority below normal), B at all threads
   gs_mps_t70, gs_mps_t50   the same with B at 70 / 50 % active threads
   gs_mps_gate_t70  gpuslice on MPS with yield = gate, B at 70 %
+  gs_mps_gate      gpuslice on MPS with yield = gate, B at all threads
   gs_mps_shrink    gpuslice on MPS with yield = shrink: B on all SMs while A idles, on a green
                    context of half the SMs (72 on an H200) while A is busy
   gs_mps_shrinkN   the same with --green-sms N (e.g. gs_mps_shrink40, gs_mps_shrink96)
@@ -76,6 +77,8 @@ CONFIGS = {
     "gs_mps_gate_t70": (["--critical", "--sharing", "mps"],
                         ["--compute", "100", "--sharing", "mps", "--mps-threads", "70", "--yield", "gate"],
                         True, {}),
+    "gs_mps_gate": (["--critical", "--sharing", "mps"],
+                    ["--compute", "100", "--sharing", "mps", "--yield", "gate"], True, {}),
 }
 
 

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,13 +30,24 @@
  * queue (and so the drain at its end) short. */
 #define RING 4
 /* Kernels a best-effort tenant may keep queued behind its running one next to
- * a critical tenant, when it may queue at all: always with gate (it stops
- * launching while the critical tenant is busy), with bound and shrink only
- * once the critical tenant has been idle for GS_CC_CRIT_LINGER_NS. What the
- * critical tenant's next request can find in front of it. A benchmark may
- * build a variant. */
+ * a critical tenant: none while the critical tenant is busy or was within
+ * GS_CC_CRIT_LINGER_NS (its next request then finds at most the one kernel
+ * already running), GS_CC_CRIT_QUEUED once it has been idle longer, so the
+ * best-effort tenant does not idle the GPU between its own kernels for good.
+ * A benchmark may build variants (GS_CC_CRIT_QUEUED_RECENT=1 is the gate
+ * mode of sessions 2-4). */
 #ifndef GS_CC_CRIT_QUEUED
 #define GS_CC_CRIT_QUEUED 1
+#endif
+#ifndef GS_CC_CRIT_QUEUED_RECENT
+#define GS_CC_CRIT_QUEUED_RECENT 0
+#endif
+/* With nothing to be queued, the GPU idles from our kernel's end until we
+ * see it and launch the next: a wait for the ring to empty spins (querying
+ * the event) for this long before it polls with sleeps, whose timer slack
+ * alone is ~50 us. The CUDA runtime's default synchronisation spins too. */
+#ifndef GS_CC_TRIM_SPIN_NS
+#define GS_CC_TRIM_SPIN_NS (500ull * 1000)
 #endif
 #define EVENT_EVERY 16
 #define RESCAN_NS (1000ull * 1000 * 1000)
@@ -216,12 +228,22 @@ static void sleep_until_ns(uint64_t t)
 /* Waits for the oldest recorded event while the ring holds more than max. */
 static void ring_trim(int max)
 {
+    uint64_t spin_until = 0;
     while (cc.ring_n > max) {
         CUevent e = cc.ring[cc.ring_head];
         if (gs_g.real.cuEventQuery && gs_g.real.cuEventQuery(e) == CUDA_ERROR_NOT_READY) {
+            uint64_t now = mono_ns();
+            if (max == 0 && GS_CC_TRIM_SPIN_NS > 0) {
+                if (!spin_until)
+                    spin_until = now + GS_CC_TRIM_SPIN_NS;
+                if (now < spin_until) {
+                    sched_yield();
+                    continue;
+                }
+            }
             /* Poll rather than block in the driver: cheap, and a critical
              * tenant's arrival is seen within the poll interval. */
-            sleep_until_ns(mono_ns() + 20000);
+            sleep_until_ns(now + 20000);
             continue;
         }
         cc.ring_head = (cc.ring_head + 1) % RING;
@@ -245,18 +267,15 @@ static void ring_record(CUstream s, int every)
 }
 
 /* Events we may leave outstanding before the next launch, next to a critical
- * tenant: gate mode stops launching while it is busy, so GS_CC_CRIT_QUEUED + 1
- * kernels may be in flight; bound and shrink keep launching, so while it is
- * busy, or was just now, only one (no queue behind it). Bound to one for
- * good, a tenant idles the GPU between its kernels while it polls for the
- * last one (on the H200 a GEMM loop alone next to an idle critical tenant ran
- * ~8 % slower under gs_mps_t50 than under plain mps_t50, the likely cause;
- * not yet measured apart). cc.lock held. */
+ * tenant: one kernel running and GS_CC_CRIT_QUEUED_RECENT (0) queued while it
+ * is busy or was just now, in every yield mode (gate stops launching while it
+ * is busy, bound and shrink keep launching one at a time); GS_CC_CRIT_QUEUED
+ * once it has been idle for the linger. On the H200 (session 5), gate with
+ * nothing queued gave the graph-launched critical model p99 1.18-1.31x its
+ * own alone against 1.42-1.53x with one queued. cc.lock held. */
 static int crit_depth(void)
 {
-    if (gs_g.limits.yield == GS_YIELD_GATE || !cc.self.critical_recent)
-        return GS_CC_CRIT_QUEUED;
-    return 0;
+    return cc.self.critical_recent ? GS_CC_CRIT_QUEUED_RECENT : GS_CC_CRIT_QUEUED;
 }
 
 static void drain(void)

@@ -535,7 +535,8 @@ static void test_best_effort_yields_to_critical(void **st)
  * H200: bench/green_ctx_probe.cu.) */
 enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE };
 
-static const char *run_shrink(enum crit_state critical, const char *extra_env)
+static const char *run_next_to_critical(enum gs_yield yield, enum crit_state critical,
+                                        const char *extra_env)
 {
     int critical_busy = critical == CRIT_BUSY;
     struct slice crit, be;
@@ -546,8 +547,9 @@ static const char *run_shrink(enum crit_state critical, const char *extra_env)
     gs_error err;
     assert_int_equal(gs_limits_load(be.p.limits, &l, &err), 0);
     l.compute = 50;
-    l.yield = GS_YIELD_SHRINK;
-    l.green_sms = 16;
+    l.yield = yield;
+    if (yield == GS_YIELD_SHRINK)
+        l.green_sms = 16;
     assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
     struct gs_ledger *cl = ledger(&crit);
     assert_true(gs_ledger_claim(cl, getpid(), gs_ledger_proc_starttime(getpid())) >= 0);
@@ -596,6 +598,11 @@ static const char *run_shrink(enum crit_state critical, const char *extra_env)
     return out;
 }
 
+static const char *run_shrink(enum crit_state critical, const char *extra_env)
+{
+    return run_next_to_critical(GS_YIELD_SHRINK, critical, extra_env);
+}
+
 static void test_shrink_moves_kernels_to_green_context(void **st)
 {
     (void)st;
@@ -611,11 +618,12 @@ static void test_shrink_moves_kernels_to_green_context(void **st)
     assert_int_equal(field(out, "on-green "), 0);
 }
 
-/* Next to a critical tenant that is busy, or was just now, a bound or shrink
- * tenant keeps no kernel queued behind its running one; once the critical
- * tenant has been idle a while, one (GS_CC_CRIT_QUEUED), so it does not idle
- * the GPU between its own kernels. The fake driver's kernels take 20 ms and
- * it records the most a launch found queued in front of it. */
+/* Next to a critical tenant that is busy, or was just now, a best-effort
+ * tenant keeps no kernel queued behind its running one, in every yield mode;
+ * once the critical tenant has been idle a while, one (GS_CC_CRIT_QUEUED), so
+ * it does not idle the GPU between its own kernels. The fake driver's kernels
+ * take 20 ms and it records the most a launch found queued in front of it.
+ * (gate is not run next to a busy critical tenant: it launches nothing then.) */
 static void test_queue_behind_running_kernel_next_to_critical(void **st)
 {
     (void)st;
@@ -627,8 +635,14 @@ static void test_queue_behind_running_kernel_next_to_critical(void **st)
     assert_int_equal(field(out, "on-green "), 5);
     assert_int_equal(field(out, "max-queued "), 0);
     out = run_shrink(CRIT_IDLE_LONG, NULL);
-    unsetenv("GS_FAKE_KERNEL_US");
     assert_int_equal(field(out, "on-green "), 0);
+    assert_int_equal(field(out, "max-queued "), 1);
+    out = run_next_to_critical(GS_YIELD_GATE, CRIT_JUST_IDLE, NULL);
+    assert_int_equal(field(out, "launched "), 5);
+    assert_int_equal(field(out, "max-queued "), 0);
+    out = run_next_to_critical(GS_YIELD_GATE, CRIT_IDLE_LONG, NULL);
+    unsetenv("GS_FAKE_KERNEL_US");
+    assert_int_equal(field(out, "launched "), 5);
     assert_int_equal(field(out, "max-queued "), 1);
 }
 

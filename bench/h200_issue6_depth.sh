@@ -1,0 +1,26 @@
+#!/bin/sh
+# Issue 6, session 5: what a critical request finds in front of it. Session 5's first run
+# showed gate with one best-effort kernel in flight (nothing queued) well ahead of gate
+# with one queued (p99 1.18-1.31x against 1.42-1.53x), at a cost in B's throughput that
+# is largely the gap between B's kernels while it polls (20 us sleeps, ~50 us of timer
+# slack). The default is now "nothing queued while the critical tenant is busy or was
+# within the linger, in every yield mode", and a wait with nothing queued spins for up to
+# 0.5 ms. Side by side: the new default, the old gate (q1: one queued), the new depth
+# without the spin (nospin), MPS at 50 % threads with and without the spin, and gate on
+# MPS with B at all threads.
+#   sh bench/h200_issue6_depth.sh OUTDIR
+OUT=${1:-/tmp/gs-bench}
+mkdir -p "$OUT"
+make -s minimal >/dev/null || exit 1
+make -s MINIMAL=1 BUILD=build-q1 CFLAGS=-DGS_CC_CRIT_QUEUED_RECENT=1 build-q1/libgpuslice.so || exit 1
+make -s MINIMAL=1 BUILD=build-nospin CFLAGS=-DGS_CC_TRIM_SPIN_NS=0 build-nospin/libgpuslice.so || exit 1
+for B in 8 1; do
+    V=native,gs_gate,gs_gate@q1,gs_gate@nospin,gs_mps_t50,gs_mps_t50@nospin,gs_mps_gate T=0,1,3 S=285
+    [ $B = 1 ] && V=native,gs_gate,gs_gate@q1,gs_mps_t50,gs_mps_gate T=0,3 S=240
+    timeout $S python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch $B \
+        --thinks $T --est-ms 2 --graph --lead 10 --pin 2-5/8-11 --configs $V \
+        --b-lib q1=build-q1/libgpuslice.so --b-lib nospin=build-nospin/libgpuslice.so \
+        --out "$OUT/phases-depth-b$B.json" > "$OUT/phases-depth-b$B.log" 2>&1
+    grep -h "^#" "$OUT/phases-depth-b$B.log"
+done
+python3 bench/phases_table.py "$OUT"/phases-depth-b8.json "$OUT"/phases-depth-b1.json
