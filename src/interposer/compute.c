@@ -23,6 +23,69 @@ int gs_cc_critical_recent(const struct gs_cc_tenant *t, uint64_t now)
     return t->crit_idle_ns + GS_CC_CRIT_LINGER_NS > now; /* not "now - idle": see above */
 }
 
+/* The critical tenants' latest launch and "finished" stamps. */
+static void critical_stamps(const struct gs_cc_tenant *t, int n, int self, uint64_t *launch,
+                            uint64_t *idle)
+{
+    *launch = *idle = 0;
+    for (int i = 0; i < n; i++) {
+        if (i == self || !t[i].critical || !t[i].alive)
+            continue;
+        if (t[i].crit_launch_ns > *launch)
+            *launch = t[i].crit_launch_ns;
+        if (t[i].crit_idle_ns > *idle)
+            *idle = t[i].crit_idle_ns;
+    }
+}
+
+/* Learns the gaps between the critical tenants' requests: a gap is sampled
+ * when we see them busy after having seen them idle. The launch stamp we then
+ * read may be a later launch of the request than its first (we look every
+ * GS_CC_CRIT_POLL_NS at most, less often while our own kernel runs), so the
+ * guard trusts the shortest gap; a request that began and ended unseen is no
+ * sample. Gaps longer than the linger are pauses, not
+ * a serving loop's rhythm. */
+static void guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n, int self,
+                          int critical_busy)
+{
+    uint64_t launch, idle;
+    critical_stamps(t, n, self, &launch, &idle);
+    if (critical_busy) {
+        /* idle unchanged: no whole request ran between the two looks */
+        if (me->crit_idle_seen && idle == me->crit_idle_seen && launch > idle &&
+            launch - idle < GS_CC_CRIT_LINGER_NS)
+            me->gaps[me->ngaps++ % GS_CC_GUARD_GAPS] = launch - me->crit_idle_seen;
+        me->crit_idle_seen = 0;
+    } else if (idle && idle >= launch) {
+        me->crit_idle_seen = idle;
+    }
+}
+
+uint64_t gs_cc_guard_hold(const struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,
+                          int self, uint64_t now)
+{
+    if (!me->guard || t[self].critical || t[self].bound || !me->crit_idle_seen ||
+        me->ngaps < GS_CC_GUARD_GAPS / 2)
+        return 0;
+    uint64_t launch, idle;
+    critical_stamps(t, n, self, &launch, &idle);
+    if (launch > me->crit_idle_seen || idle != me->crit_idle_seen)
+        return 0; /* a request we have not seen yet: decide() gates, or it is over */
+    unsigned k = me->ngaps < GS_CC_GUARD_GAPS ? me->ngaps : GS_CC_GUARD_GAPS;
+    uint64_t gap = UINT64_MAX;
+    for (unsigned i = 0; i < k; i++)
+        if (me->gaps[i] < gap)
+            gap = me->gaps[i];
+    uint64_t need = me->kernel_ns + GS_CC_GUARD_MARGIN_NS;
+    if (need >= gap)
+        return 0; /* our kernels never fit its gaps: holding would starve us */
+    uint64_t due = me->crit_idle_seen + gap;
+    if (now + need <= due || now >= due + GS_CC_GUARD_HOLD_NS)
+        return 0;
+    uint64_t again = now + GS_CC_CRIT_POLL_NS;
+    return again < due + GS_CC_GUARD_HOLD_NS ? again : due + GS_CC_GUARD_HOLD_NS;
+}
+
 static int active(const struct gs_cc_tenant *t, uint64_t now)
 {
     return t->alive && t->share > 0 && !t->critical && t->demand_ns &&
@@ -134,8 +197,17 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     me->until = 0;
     me->critical_busy = d.critical_busy;
     me->critical_recent = d.critical_recent;
+    me->guard_held = 0;
+    if (me->guard && !t[self].critical)
+        guard_observe(me, t, n, self, d.critical_busy);
+    uint64_t hold = d.go && !d.gated_by_critical ? gs_cc_guard_hold(me, t, n, self, now) : 0;
     if (d.gated_by_critical || !d.window_len_ns) {
         /* Not share-controlled (or a critical tenant is busy): decide said it all. */
+        if (d.go && hold) {
+            me->guard_held = 1;
+            *wait_until = hold;
+            return GS_CC_WAIT;
+        }
         if (d.go) {
             me->until = d.until_ns;
             return GS_CC_LAUNCH;
@@ -187,6 +259,11 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         return GS_CC_WAIT;
     }
     if (now < me->window_end) {
+        if (hold) {
+            me->guard_held = 1;
+            *wait_until = hold < me->window_end ? hold : me->window_end;
+            return GS_CC_WAIT;
+        }
         me->until = crit_horizon(t, n, self, now, me->window_end);
         return GS_CC_LAUNCH;
     }

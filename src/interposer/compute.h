@@ -64,6 +64,21 @@
 #endif
 /* How often a gated best-effort tenant looks again while a critical one runs. */
 #define GS_CC_CRIT_POLL_NS (50ull * 1000)
+/* The guard (experimental, off unless gs_cc_self.guard is set: the
+ * interposer sets it from the build constant GS_CC_GUARD). A gated
+ * best-effort tenant learns the critical tenant's gaps between requests (from
+ * its "finished" stamp to its next launch, the shortest of the last
+ * GS_CC_GUARD_GAPS) and launches in a gap only a kernel that should end before
+ * the next request is due: its kernels' recent duration plus
+ * GS_CC_GUARD_MARGIN_NS must fit. From then it holds its launches until the
+ * request comes, or GS_CC_GUARD_HOLD_NS after it was due (a serving loop that
+ * paused). If its kernels do not fit the gaps at all, it does not hold (it
+ * would never launch). What a request then finds in front of it is, at best,
+ * nothing: the ~one best-effort kernel that costs a graph-launched model
+ * 1.18-1.30x at p99 on the H200 is gone, for B's time in each gap's tail. */
+#define GS_CC_GUARD_GAPS 8
+#define GS_CC_GUARD_MARGIN_NS (60ull * 1000)
+#define GS_CC_GUARD_HOLD_NS (1000ull * 1000)
 
 struct gs_cc_tenant {
     uint64_t key;       /* stable order key (hash of the slice id); ties broken by index */
@@ -101,6 +116,13 @@ struct gs_cc_self {
     int in_window;          /* launched in the current window; drain before waiting */
     int critical_busy;      /* at the last decision: a critical tenant was busy */
     int critical_recent;    /* ... or was recently (decision's critical_recent) */
+    /* The guard (above): */
+    int guard;               /* on */
+    uint64_t kernel_ns;      /* our kernels' recent duration, the caller's estimate (0: none) */
+    uint64_t crit_idle_seen; /* the critical tenants' "finished" stamp while we saw them idle */
+    uint64_t gaps[GS_CC_GUARD_GAPS]; /* their last gaps between requests */
+    unsigned ngaps;
+    int guard_held; /* the last decision held a launch for the guard */
 };
 
 enum gs_cc_action {
@@ -133,6 +155,10 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t finished_ns);
 #define GS_CC_DRAIN_WAITED_NS (200ull * 1000)
 uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t last_launch,
                              uint64_t last_sync);
+
+/* The guard's hold for tenants[self] at now (0: none): the time to ask again. */
+uint64_t gs_cc_guard_hold(const struct gs_cc_self *me, const struct gs_cc_tenant *tenants, int n,
+                          int self, uint64_t now);
 
 /* Is a critical tenant t busy at now? */
 int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now);

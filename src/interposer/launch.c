@@ -49,6 +49,10 @@
 #ifndef GS_CC_TRIM_SPIN_NS
 #define GS_CC_TRIM_SPIN_NS (500ull * 1000)
 #endif
+/* The guard (compute.h): off by default, built on for measurement. */
+#ifndef GS_CC_GUARD
+#define GS_CC_GUARD 0
+#endif
 #define EVENT_EVERY 16
 #define RESCAN_NS (1000ull * 1000 * 1000)
 #define DEMAND_PUBLISH_NS (1000ull * 1000)
@@ -73,6 +77,8 @@ static struct {
     _Atomic uint64_t last_launch, last_sync; /* when work was last sent / seen finished */
     struct gs_cc_self self;
     CUevent ring[RING];
+    uint64_t ring_t[RING];         /* when each was recorded */
+    unsigned char ring_solo[RING]; /* ... with nothing of ours before it on the GPU */
     int ring_head, ring_n;
     unsigned launches_since_event;
     _Atomic int shrink_now; /* yield = shrink and a critical tenant is busy, or was just now */
@@ -111,6 +117,10 @@ void gs_cc_init(const char *state_dir)
     cc.on = gs_g.enforce && gs_g.ledger_shared;
     if (!cc.on)
         return;
+    cc.self.guard = GS_CC_GUARD;
+    if (cc.self.guard)
+        GS_LOGI("guard on (experimental build): next to a latency-critical tenant, a kernel goes "
+                "out in its gap only if it should end before its next request is due");
     struct stat st;
     if (stat(GS_LIMITS_CONTAINER_DIR "/peers", &st) == 0 && S_ISDIR(st.st_mode)) {
         snprintf(cc.peers_dir, sizeof cc.peers_dir, "%s", GS_LIMITS_CONTAINER_DIR "/peers");
@@ -225,14 +235,26 @@ static void sleep_until_ns(uint64_t t)
         ;
 }
 
+/* Our kernels' duration, for the guard: from the launch of one that had
+ * nothing of ours before it to when a wait saw it finished (a sleep poll
+ * adds its interval, another tenant's work its time: it errs long, where the
+ * guard is safe). Rises at once, decays by an eighth per sample. */
+static void kernel_time_seen(uint64_t d)
+{
+    uint64_t k = cc.self.kernel_ns;
+    cc.self.kernel_ns = d > k ? d : k - (k - d) / 8;
+}
+
 /* Waits for the oldest recorded event while the ring holds more than max. */
 static void ring_trim(int max)
 {
     uint64_t spin_until = 0;
+    int waited = 0;
     while (cc.ring_n > max) {
         CUevent e = cc.ring[cc.ring_head];
         if (gs_g.real.cuEventQuery && gs_g.real.cuEventQuery(e) == CUDA_ERROR_NOT_READY) {
             uint64_t now = mono_ns();
+            waited = 1;
             if (max == 0 && GS_CC_TRIM_SPIN_NS > 0) {
                 if (!spin_until)
                     spin_until = now + GS_CC_TRIM_SPIN_NS;
@@ -246,6 +268,9 @@ static void ring_trim(int max)
             sleep_until_ns(now + 20000);
             continue;
         }
+        if (waited && cc.ring_solo[cc.ring_head])
+            kernel_time_seen(mono_ns() - cc.ring_t[cc.ring_head]);
+        waited = 0;
         cc.ring_head = (cc.ring_head + 1) % RING;
         cc.ring_n--;
     }
@@ -262,8 +287,11 @@ static void ring_record(CUstream s, int every)
         cc.ring[slot] = NULL;
         return;
     }
-    if (gs_g.real.cuEventRecord(cc.ring[slot], s) == CUDA_SUCCESS)
+    if (gs_g.real.cuEventRecord(cc.ring[slot], s) == CUDA_SUCCESS) {
+        cc.ring_t[slot] = mono_ns();
+        cc.ring_solo[slot] = cc.ring_n == 0 && every == 1;
         cc.ring_n++;
+    }
 }
 
 /* Events we may leave outstanding before the next launch, next to a critical

@@ -458,6 +458,92 @@ static void test_bound_mode_keeps_best_effort_running(void **st)
     assert_true(pct(b, 1, 5 * SEC) > pct(gb, 1, 5 * SEC) + 10.0);
 }
 
+/* The guard (experimental, GS_CC_GUARD): a gated best-effort tenant that has
+ * learnt the critical tenant's gaps launches in a gap only kernels that end
+ * before the next request is due. Critical: 2 ms of work every 4 ms (a 2 ms
+ * gap); best-effort: one kernel in flight, next to it. */
+struct guard_result {
+    uint64_t p99_alone, p99;
+    uint64_t be_gpu_ns;
+    uint64_t crit_busy_launches;
+};
+
+static void guard_run(int guard, uint64_t be_kernel_ns, struct guard_result *r)
+{
+    struct sim alone = {.split = 0};
+    struct sim_tenant *ca = add_critical(&alone);
+    ca->req_every = 4 * MS;
+    run(&alone, 4 * SEC);
+    struct sim s = {.split = 0};
+    struct sim_tenant *c = add_critical(&s);
+    c->req_every = 4 * MS;
+    struct sim_tenant *b = add(&s, "best-effort", 50, 0);
+    b->kernel_ns = be_kernel_ns;
+    b->max_inflight = 1;
+    b->me.guard = guard;
+    b->me.kernel_ns = be_kernel_ns; /* launch.c measures it; exact here */
+    run(&s, 4 * SEC);
+    r->p99_alone = p99(ca);
+    r->p99 = p99(c);
+    r->be_gpu_ns = b->gpu_ns[1];
+    r->crit_busy_launches = b->launches_while_crit_busy;
+    print_message("guard %d, BE kernels %.2f ms: critical p99 alone %.3f ms, with BE %.3f ms; "
+                  "BE %.1f%%\n",
+                  guard, (double)be_kernel_ns / MS, (double)r->p99_alone / MS, (double)r->p99 / MS,
+                  100.0 * (double)r->be_gpu_ns / (double)(4 * SEC));
+}
+
+static void test_guard_keeps_requests_clear(void **st)
+{
+    (void)st;
+    struct guard_result off, on;
+    guard_run(0, 300 * US, &off);
+    guard_run(1, 300 * US, &on);
+    assert_int_equal(off.crit_busy_launches, 0);
+    assert_int_equal(on.crit_busy_launches, 0);
+    /* Without it a request finds the best-effort kernel running... */
+    assert_true(off.p99 >= off.p99_alone + 100 * US);
+    /* ...with it, nothing: within two simulation steps of alone. */
+    assert_true(on.p99 <= on.p99_alone + 2 * DT);
+    /* The price: the tail of each gap. B keeps most of the gaps' time (50 %). */
+    assert_true(on.be_gpu_ns > off.be_gpu_ns / 2);
+    assert_true(on.be_gpu_ns < off.be_gpu_ns);
+}
+
+/* Kernels longer than the gaps: holding would starve the best-effort tenant,
+ * so the guard does nothing (the same run, step for step). */
+static void test_guard_never_starves(void **st)
+{
+    (void)st;
+    struct guard_result off, on;
+    guard_run(0, 3 * MS, &off);
+    guard_run(1, 3 * MS, &on);
+    assert_true(off.be_gpu_ns > 0);
+    assert_int_equal(on.be_gpu_ns, off.be_gpu_ns);
+    assert_int_equal(on.p99, off.p99);
+}
+
+/* The critical tenant stops sending requests: the hold ends GS_CC_GUARD_HOLD_NS
+ * after the request was due, and the best-effort tenant gets the whole GPU. */
+static void test_guard_lets_go_when_requests_stop(void **st)
+{
+    (void)st;
+    struct sim s = {.split = 2 * SEC};
+    struct sim_tenant *c = add_critical(&s);
+    c->req_every = 4 * MS;
+    struct sim_tenant *b = add(&s, "best-effort", 50, 0);
+    b->kernel_ns = 300 * US;
+    b->max_inflight = 1;
+    b->me.guard = 1;
+    b->me.kernel_ns = 300 * US;
+    run(&s, 2 * SEC);
+    assert_true(b->me.ngaps >= GS_CC_GUARD_GAPS);
+    c->req_every = 0; /* no more requests */
+    run(&s, 3 * SEC);
+    print_message("after the critical tenant stopped: BE %.1f%%\n", pct(b, 1, 1 * SEC));
+    assert_true(pct(b, 1, 1 * SEC) > 99.0);
+}
+
 /* Another process stamps its launch after we read our clock: still busy. */
 static void test_critical_stamp_after_our_clock(void **st)
 {
@@ -560,6 +646,9 @@ int main(void)
         cmocka_unit_test(test_critical_stamp_after_our_clock),
         cmocka_unit_test(test_critical_recent_lingers),
         cmocka_unit_test(test_bound_mode_keeps_best_effort_running),
+        cmocka_unit_test(test_guard_keeps_requests_clear),
+        cmocka_unit_test(test_guard_never_starves),
+        cmocka_unit_test(test_guard_lets_go_when_requests_stop),
         cmocka_unit_test(test_dead_tenants_do_not_block),
     };
     return cmocka_run_group_tests_name("compute", tests, NULL, NULL);
