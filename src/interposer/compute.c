@@ -43,8 +43,7 @@ static void critical_stamps(const struct gs_cc_tenant *t, int n, int self, uint6
  * read may be a later launch of the request than its first (we look every
  * GS_CC_CRIT_POLL_NS at most, less often while our own kernel runs), so the
  * guard trusts the shortest gap; a request that began and ended unseen is no
- * sample. Gaps longer than the linger are pauses, not
- * a serving loop's rhythm. */
+ * sample. Gaps longer than the linger are pauses, not a serving loop's rhythm. */
 static void guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n, int self,
                           int critical_busy)
 {

@@ -56,7 +56,7 @@
  * stays on its green context (a kernel launched on the whole GPU in such a gap
  * is one the next request waits behind on every SM: on the H200, graph-launched
  * ResNet-50 next to a GEMM loop, p50 1.55x with shrink against 1.36x with a
- * fixed thread limit), and one with bound or shrink keeps no queue behind its
+ * fixed thread limit), and every best-effort tenant keeps no queue behind its
  * running kernel. Longer idleness gives it the whole GPU, and its queue, back.
  * A benchmark may build a variant with another value. */
 #ifndef GS_CC_CRIT_LINGER_NS

@@ -42,10 +42,11 @@
 #ifndef GS_CC_CRIT_QUEUED_RECENT
 #define GS_CC_CRIT_QUEUED_RECENT 0
 #endif
-/* With nothing to be queued, the GPU idles from our kernel's end until we
- * see it and launch the next: a wait for the ring to empty spins (querying
- * the event) for this long before it polls with sleeps, whose timer slack
- * alone is ~50 us. The CUDA runtime's default synchronisation spins too. */
+/* With nothing to be queued next to a critical tenant, the GPU idles from our
+ * kernel's end until we see it and launch the next: such a wait spins
+ * (querying the event) for this long before it polls with sleeps, whose timer
+ * slack alone is ~50 us; the CUDA runtime's default synchronisation spins
+ * too. (A drain at a window's end does not spin: it was measured without.) */
 #ifndef GS_CC_TRIM_SPIN_NS
 #define GS_CC_TRIM_SPIN_NS (500ull * 1000)
 #endif
@@ -245,8 +246,9 @@ static void kernel_time_seen(uint64_t d)
     cc.self.kernel_ns = d > k ? d : k - (k - d) / 8;
 }
 
-/* Waits for the oldest recorded event while the ring holds more than max. */
-static void ring_trim(int max)
+/* Waits for the oldest recorded event while the ring holds more than max;
+ * next to a critical tenant (crit) with nothing to be queued, spinning first. */
+static void ring_trim(int max, int crit)
 {
     uint64_t spin_until = 0;
     int waited = 0;
@@ -255,7 +257,7 @@ static void ring_trim(int max)
         if (gs_g.real.cuEventQuery && gs_g.real.cuEventQuery(e) == CUDA_ERROR_NOT_READY) {
             uint64_t now = mono_ns();
             waited = 1;
-            if (max == 0 && GS_CC_TRIM_SPIN_NS > 0) {
+            if (crit && max == 0 && GS_CC_TRIM_SPIN_NS > 0) {
                 if (!spin_until)
                     spin_until = now + GS_CC_TRIM_SPIN_NS;
                 if (now < spin_until) {
@@ -308,7 +310,7 @@ static int crit_depth(void)
 
 static void drain(void)
 {
-    ring_trim(0);
+    ring_trim(0, 0);
     if (gs_g.real.cuCtxSynchronize)
         gs_g.real.cuCtxSynchronize();
 }
@@ -341,7 +343,7 @@ static void cc_slow(CUstream s)
                         (double)cc.self.window_end / 1e6, (double)cc.self.debt / 1e6);
             /* Bound what we queue so a critical tenant, or the next window's
              * owner, waits for little of our work. */
-            ring_trim(cc.any_critical ? crit_depth() : RING - 1);
+            ring_trim(cc.any_critical ? crit_depth() : RING - 1, cc.any_critical);
             atomic_store_explicit(&cc.until, cc.self.until, memory_order_release);
             break;
         }
@@ -387,7 +389,7 @@ static inline void cc_before(CUstream s)
         }
         if (GS_UNLIKELY(cc.any_critical)) {
             pthread_mutex_lock(&cc.lock);
-            ring_trim(crit_depth());
+            ring_trim(crit_depth(), 1);
             pthread_mutex_unlock(&cc.lock);
         }
         return;
