@@ -12,6 +12,7 @@ import argparse
 import gc
 import json
 import os
+import random
 import time
 
 import torch
@@ -25,6 +26,9 @@ ap.add_argument("--size", type=int, default=8192)
 ap.add_argument("--batch", type=int, default=8)
 ap.add_argument("--requests", type=int, default=1000)
 ap.add_argument("--think-ms", type=float, default=2.0)
+ap.add_argument("--think-dist", choices=["fixed", "exp"], default="fixed",
+                help="infer: think times fixed, or drawn from an exponential distribution with that "
+                "mean (requests at random, as from many clients; the same seeded sequence every run)")
 ap.add_argument("--schedule", help="JSON list of phases (see above)")
 ap.add_argument("--skip", type=float, default=0.3, help="schedule: seconds at a phase's start not counted")
 ap.add_argument("--cpus", help="run on these CPUs only (e.g. 2-5), so the tenants' host threads do not "
@@ -44,6 +48,16 @@ if args.cpus:
     lo, _, hi = args.cpus.partition("-")
     os.sched_setaffinity(0, range(int(lo), int(hi or lo) + 1))
     out["cpus"] = args.cpus
+
+_rng = random.Random(6)
+
+
+def think(ms):
+    """Sleep between two requests."""
+    if ms <= 0:
+        return
+    time.sleep((_rng.expovariate(1.0 / ms) if args.think_dist == "exp" else ms) / 1000.0)
+
 
 def phases():
     """This tenant's active phases, in order, waiting for each to begin."""
@@ -115,8 +129,7 @@ elif args.schedule:
                 if w0 >= t_from:
                     lat.append(dt)
                     busy += dt
-                if ph["think_ms"] > 0:
-                    time.sleep(ph["think_ms"] / 1000.0)
+                think(ph["think_ms"])
             gc.enable()
             span = ph["t1"] - t_from
             out["phases"].append({"tag": ph["tag"], "lat_ms": [round(1000 * v, 4) for v in lat],
@@ -169,8 +182,7 @@ else:
         for _ in range(args.warm_requests):
             model(x)
             torch.cuda.synchronize()
-            if args.think_ms > 0:
-                time.sleep(args.think_ms / 1000.0)
+            think(args.think_ms)
         lat, busy = [], 0.0
         t_begin = time.time()
         for _ in range(args.requests):
@@ -180,8 +192,7 @@ else:
             dt = time.perf_counter() - t0
             lat.append(dt)
             busy += dt
-            if args.think_ms > 0:
-                time.sleep(args.think_ms / 1000.0)
+            think(args.think_ms)
         wall = time.time() - t_begin
         out["t_begin"], out["t_end"] = t_begin, t_begin + wall
     lat.sort()

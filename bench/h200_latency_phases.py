@@ -1,7 +1,7 @@
 """Issue 6, latency protection, measured in interleaved phases (session 3).
 
   python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --out phases.json \
-      [--batch 8] [--thinks 0,3,8] [--configs native,gs_gate,...] [--reps 3]
+      [--batch 8] [--thinks 0,3,8] [--think-dist fixed|exp] [--configs native,gs_gate,...] [--reps 3]
 
 Why phases: session 2 measured each variant in its own pair of processes, minutes apart,
 and the same variant gave A's p99 ratio 0.99x in one run and 1.09x in another; the GPU's
@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,8 @@ ap.add_argument("--gpuslice", required=True)
 ap.add_argument("--out", required=True)
 ap.add_argument("--batch", type=int, default=8)
 ap.add_argument("--thinks", default="0,3,8", help="A's think times, ms")
+ap.add_argument("--think-dist", choices=["fixed", "exp"], default="fixed",
+                help="A's think times fixed, or exponential with that mean (requests at random)")
 ap.add_argument("--reps", type=int, default=3, help="A-alone / A-with-B phase pairs per think time")
 ap.add_argument("--requests", type=int, default=1000, help="A's requests at least, per think time and phase kind")
 ap.add_argument("--est-ms", type=float, default=5.5, help="A's expected latency, to size the phases")
@@ -57,6 +60,7 @@ ap.add_argument("--graph", action="store_true", help="A replays ResNet-50 as a C
 ap.add_argument("--b-lib", action="append", default=[], metavar="NAME=LIB",
                 help="a variant's B runs with another libgpuslice.so (GPUSLICE_INTERPOSER): "
                 "config gs_mps_shrink@NAME is gs_mps_shrink with B on LIB")
+ap.add_argument("--memory", default="24Gi", help="each tenant's slice (gpuslice run --memory)")
 ap.add_argument("--lead", type=float, default=14.0, help="seconds for both tenants to start up")
 args = ap.parse_args()
 TENANT = os.environ.get("GS_BENCH_TENANT", os.path.join(HERE, "compute_tenant.py"))  # tests: a stand-in
@@ -146,8 +150,10 @@ def run_config(name):
             cmd += ["--cpus", pin] + (["--no-gc"] if mode == "infer" else [])
         if args.graph and mode == "infer":
             cmd.append("--graph")
+        if mode == "infer":
+            cmd += ["--think-dist", args.think_dist]
         if gs is not None:
-            cmd = [args.gpuslice, "run", "--memory", "24Gi"] + gs + ["--"] + cmd
+            cmd = [args.gpuslice, "run", "--memory", args.memory] + gs + ["--"] + cmd
         env = dict(os.environ)
         if mps:
             env.update(MPS)
@@ -160,7 +166,8 @@ def run_config(name):
         o, err = p.communicate(timeout=args.lead + span + 120)
         line = [x for x in o.splitlines() if x.startswith("{")]
         outs.append(json.loads(line[-1]) if line else {"error": err[-1500:]})
-        said.append([x[:300] for x in err.splitlines() if "gpuslice[interposer" in x and "yield" in x][:4])
+        said.append([x[:300] for x in err.splitlines() if "gpuslice[interposer" in x and ("yield" in x or "guard" in x)][:4])
+    shutil.rmtree(d, ignore_errors=True)  # the two schedules
     ra, rb = outs
     if "error" in ra or "error" in rb:
         return {"error": ra.get("error") or rb.get("error"), "span_s": span}
@@ -187,6 +194,7 @@ def run_config(name):
 
 
 res = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "batch": args.batch, "pin": args.pin, "graph": args.graph, "thinks": args.thinks,
+       "think_dist": args.think_dist,
        "reps": args.reps, "size": args.size, "configs": {}}
 
 

@@ -13,18 +13,24 @@ import statistics
 import sys
 
 
+def key(r, t):
+    """What a native reference must share with a variant: batch, graph mode, and A's
+    think time and its distribution."""
+    return r["batch"], r.get("graph", False), r.get("think_dist", "fixed"), t
+
+
 def cells(paths):
     """One dict per (file, variant, think time) with the ratios the table shows, and B's
     native solo rate they are against."""
     runs = [(p, json.load(open(p))) for p in paths]
-    native_alone = {}  # (batch, graph, think) -> (p99, file)
+    native_alone = {}  # (batch, graph, think distribution, think) -> (p99, file)
     native_b = []
     for path, r in runs:
         nat = r["configs"].get("native")
         if nat and "thinks" in nat:
             native_b.append(max(nat["b_alone"]))
             for t, v in nat["thinks"].items():
-                native_alone.setdefault((r["batch"], r.get("graph", False), t), (v["alone"]["p99"], path))
+                native_alone.setdefault(key(r, t), (v["alone"]["p99"], path))
     b_ref = statistics.median(native_b) if native_b else None
     out = []
     for path, r in runs:
@@ -32,12 +38,12 @@ def cells(paths):
             if "thinks" not in c:
                 continue
             for t, v in c["thinks"].items():
-                ref, src = native_alone.get((r["batch"], r.get("graph", False), t), (None, None))
+                ref, src = native_alone.get(key(r, t), (None, None))
                 nan = float("nan")
                 out.append({
                     "path": path, "batch": r["batch"], "graph": r.get("graph", False), "variant": name,
                     "think": float(t),
-                    "think_label": t, "busy": v["with_b"]["busy"], "p99_alone": v["alone"]["p99"],
+                    "think_label": ("~" if r.get("think_dist") == "exp" else "") + t, "busy": v["with_b"]["busy"], "p99_alone": v["alone"]["p99"],
                     "p99_with_b": v["with_b"]["p99"],
                     "p99_own": v["with_b"]["p99"] / v["alone"]["p99"] if v["alone"]["p99"] else nan,
                     "p99_native": v["with_b"]["p99"] / ref if ref else nan, "native_elsewhere": src != path,
@@ -56,6 +62,9 @@ if __name__ == "__main__":
         print(f"| {c['batch']} | {c['variant']} | {c['think_label']} | {c['busy']:.2f} | {c['p99_alone']:.2f} "
               f"| {c['p99_with_b']:.2f} | {c['p99_own']:.2f} | {c['p99_native']:.2f}{mark} | {c['p50_own']:.2f} "
               f"| {c['b_fraction']:.2f} |")
+    if any(c["think_label"].startswith("~") for c in rows):
+        print("\nThink times marked ~ are drawn from an exponential distribution with that mean "
+              "(requests at random).")
     if graph:
         print("\nA replays the model as a CUDA graph in the files that say so (`graph`); their native "
               "reference is a native variant that did too.")

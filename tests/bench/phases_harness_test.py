@@ -1,0 +1,106 @@
+"""bench/h200_latency_phases.py and bench/phases_table.py without a GPU: a stand-in
+tenant (GS_BENCH_TENANT) answers the harness's schedule at once with latencies and
+rates chosen here, and the test checks the ratios the harness and the table compute
+from them, and what the harness passes to the tenants. Device time is short; a harness
+that breaks there wastes a whole call."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from tap import Tap  # noqa: E402
+
+SRC = os.environ.get("GS_SRC_DIR", os.path.dirname(os.path.dirname(HERE)))
+BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SRC, "build"))
+
+STANDIN = r'''
+import json, os, sys
+args = sys.argv[1:]
+mode = args[0]
+opt = lambda name: args[args.index(name) + 1] if name in args else None
+with open(os.path.join(os.environ["GS_STANDIN_LOG"], mode + "-" + str(os.getpid())), "w") as f:
+    json.dump(args, f)
+out = {"mode": mode, "phases": []}
+for ph in json.load(open(opt("--schedule"))):
+    if not ph["on"]:
+        continue
+    if mode == "hog":  # B: 1000 matmuls/s alone, 600 next to A
+        rate = 1000.0 if ph["tag"].startswith("B@") else 600.0
+        out["phases"].append({"tag": ph["tag"], "matmuls_per_s": rate})
+    else:  # A: p50 1.0 / p99 2.0 ms alone; 1.2 / 3.0 ms with B
+        alone = ph["tag"].startswith("A@")
+        lat = [1.0 if alone else 1.2] * 99 + [2.0 if alone else 3.0]
+        out["phases"].append({"tag": ph["tag"], "lat_ms": lat, "busy_fraction": 0.5})
+print(json.dumps(out))
+'''
+
+
+def main():
+    d = tempfile.mkdtemp(prefix="gs-phases-test-")
+    try:
+        return check(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def check(d):
+    t = Tap()
+    standin = os.path.join(d, "standin.py")
+    with open(standin, "w") as f:
+        f.write(STANDIN)
+    logs = os.path.join(d, "argv")
+    os.mkdir(logs)
+    out = os.path.join(d, "phases.json")
+    # gpuslice run on the simulated GPU (no NVIDIA driver here)
+    wrapper = os.path.join(d, "gpuslice")
+    with open(wrapper, "w") as f:
+        f.write('#!/bin/sh\ncmd=$1; shift\nexec "%s" "$cmd" --simulated "$@"\n'
+                % os.path.join(BUILD, "gpuslice"))
+    os.chmod(wrapper, 0o755)
+    env = dict(os.environ, GS_BENCH_TENANT=standin, GS_STANDIN_LOG=logs)
+    cmd = [sys.executable, os.path.join(SRC, "bench", "h200_latency_phases.py"),
+           "--gpuslice", wrapper, "--configs", "native,gs_gate",
+           "--thinks", "0,3", "--think-dist", "exp", "--requests", "10", "--reps", "1",
+           "--lead", "0.5", "--graph", "--memory", "1Gi", "--out", out]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    if not t.ok(p.returncode == 0, "the harness runs with a stand-in tenant", p.stderr[-2000:]):
+        return t.done()
+    r = json.load(open(out))
+    t.ok(r.get("think_dist") == "exp" and r.get("graph") is True, "the results say how A was run",
+         {k: r.get(k) for k in ("think_dist", "graph")})
+    t.ok(not any("error" in c for c in r["configs"].values()), "every variant ran",
+         json.dumps(r["configs"])[:2000])
+    rows = {(x["config"], x["think_ms"]): x for x in r["summary"]}
+    t.ok(set(rows) == {("native", 0.0), ("native", 3.0), ("gs_gate", 0.0), ("gs_gate", 3.0)},
+         "one summary row per variant and think time", sorted(rows))
+    ok = all(x["p99_ratio_own"] == 1.5 and x["p99_ratio_native"] == 1.5 and x["p50_ratio_own"] == 1.2
+             and x["B_fraction_native"] == 0.6 and x["A_busy_with_B"] == 0.5 for x in rows.values())
+    t.ok(ok, "p99 1.5x and p50 1.2x of alone, B at 0.6 of alone, from the stand-in's figures",
+         json.dumps(r["summary"], indent=1))
+    argv = []
+    for name in sorted(os.listdir(logs)):
+        with open(os.path.join(logs, name)) as f:
+            argv.append((name.split("-")[0], json.load(f)))
+    infer = [a for m, a in argv if m == "infer"]
+    hog = [a for m, a in argv if m == "hog"]
+    t.ok(len(infer) == 2 and len(hog) == 2, "A and B started once per variant", [m for m, _ in argv])
+    t.ok(all("--think-dist" in a and a[a.index("--think-dist") + 1] == "exp" and "--graph" in a
+             for a in infer), "A gets the think distribution and --graph", infer)
+    t.ok(all("--think-dist" not in a and "--graph" not in a for a in hog), "B gets neither", hog)
+    tab = subprocess.run([sys.executable, os.path.join(SRC, "bench", "phases_table.py"), out],
+                         capture_output=True, text=True, timeout=60)
+    lines = [x for x in tab.stdout.splitlines() if x.startswith("| 8 |")]
+    t.ok(tab.returncode == 0 and len(lines) == 4, "the table has a row per cell", tab.stdout + tab.stderr)
+    cells = [[c.strip() for c in x.strip("|").split("|")] for x in lines]
+    t.ok(all(c[2] in ("~0", "~3") and c[6] == "1.50" and c[7] == "1.50" and c[8] == "1.20"
+             and c[9] == "0.60" for c in cells), "its ratios, and think times marked as random", tab.stdout)
+    t.ok("exponential" in tab.stdout, "the table says what ~ means", tab.stdout)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
