@@ -85,6 +85,11 @@ uint64_t gs_cc_guard_hold(const struct gs_cc_self *me, const struct gs_cc_tenant
     return again < due + GS_CC_GUARD_HOLD_NS ? again : due + GS_CC_GUARD_HOLD_NS;
 }
 
+uint64_t gs_cc_kernel_estimate(uint64_t k, uint64_t d)
+{
+    return d > k ? d : k - (k - d) / 8;
+}
+
 static int active(const struct gs_cc_tenant *t, uint64_t now)
 {
     return t->alive && t->share > 0 && !t->critical && t->demand_ns &&

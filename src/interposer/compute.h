@@ -160,6 +160,12 @@ uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t 
 uint64_t gs_cc_guard_hold(const struct gs_cc_self *me, const struct gs_cc_tenant *tenants, int n,
                           int self, uint64_t now);
 
+/* Our kernels' duration for the guard, from the last estimate and a new
+ * sample: rises at once to a longer sample, decays by an eighth of the
+ * difference towards a shorter one (a kernel that shared the GPU with another
+ * tenant's looks longer; erring long only makes the guard hold earlier). */
+uint64_t gs_cc_kernel_estimate(uint64_t estimate_ns, uint64_t sample_ns);
+
 /* Is a critical tenant t busy at now? */
 int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now);
 /* ... or was its work seen finished less than GS_CC_CRIT_LINGER_NS ago? */

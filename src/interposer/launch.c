@@ -239,11 +239,10 @@ static void sleep_until_ns(uint64_t t)
 /* Our kernels' duration, for the guard: from the launch of one that had
  * nothing of ours before it to when a wait saw it finished (a sleep poll
  * adds its interval, another tenant's work its time: it errs long, where the
- * guard is safe). Rises at once, decays by an eighth per sample. */
+ * guard is safe). */
 static void kernel_time_seen(uint64_t d)
 {
-    uint64_t k = cc.self.kernel_ns;
-    cc.self.kernel_ns = d > k ? d : k - (k - d) / 8;
+    cc.self.kernel_ns = gs_cc_kernel_estimate(cc.self.kernel_ns, d);
 }
 
 /* Waits for the oldest recorded event while the ring holds more than max;
@@ -315,6 +314,28 @@ static void drain(void)
         gs_g.real.cuCtxSynchronize();
 }
 
+/* The guard (experimental build) says what it does: when it first holds a
+ * launch, and every GUARD_SAY_NS after, how often and how long it held. */
+#define GUARD_SAY_NS (10ull * 1000 * 1000 * 1000)
+static void guard_said(uint64_t now, uint64_t until)
+{
+    static uint64_t holds, held_ns, next_say;
+    holds++;
+    held_ns += until > now ? until - now : 0;
+    if (now < next_say)
+        return;
+    uint64_t gap = UINT64_MAX;
+    for (unsigned i = 0; i < GS_CC_GUARD_GAPS && i < cc.self.ngaps; i++)
+        if (cc.self.gaps[i] < gap)
+            gap = cc.self.gaps[i];
+    GS_LOGI("guard: %llu holds, %.1f ms held%s; the critical tenant's shortest gap %.3f ms, our "
+            "kernels %.3f ms",
+            (unsigned long long)holds, (double)held_ns / 1e6, next_say ? " in the last 10 s" : "",
+            (double)gap / 1e6, (double)cc.self.kernel_ns / 1e6);
+    holds = held_ns = 0;
+    next_say = now + GUARD_SAY_NS;
+}
+
 static void cc_slow(CUstream s)
 {
     pthread_mutex_lock(&cc.lock);
@@ -363,6 +384,8 @@ static void cc_slow(CUstream s)
                     (double)cc.self.debt / 1e6);
             continue;
         }
+        if (cc.self.guard_held)
+            guard_said(now, wait);
         if (wait > now + 1000000)
             GS_LOGD("compute waiting at %.3f ms until %.3f ms", (double)now / 1e6,
                     (double)wait / 1e6);

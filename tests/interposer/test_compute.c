@@ -544,6 +544,21 @@ static void test_guard_lets_go_when_requests_stop(void **st)
     assert_true(pct(b, 1, 1 * SEC) > 99.0);
 }
 
+/* The guard's estimate of our kernels' duration rises at once and decays slowly. */
+static void test_guard_kernel_estimate(void **st)
+{
+    (void)st;
+    uint64_t k = gs_cc_kernel_estimate(0, 200 * US);
+    assert_int_equal(k, 200 * US);
+    k = gs_cc_kernel_estimate(k, 1000 * US); /* shared the GPU with a request: longer */
+    assert_int_equal(k, 1000 * US);
+    k = gs_cc_kernel_estimate(k, 200 * US);
+    assert_int_equal(k, 900 * US); /* an eighth of the way down */
+    for (int i = 0; i < 60; i++)
+        k = gs_cc_kernel_estimate(k, 200 * US);
+    assert_true(k >= 200 * US && k < 201 * US);
+}
+
 /* Another process stamps its launch after we read our clock: still busy. */
 static void test_critical_stamp_after_our_clock(void **st)
 {
@@ -649,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_guard_keeps_requests_clear),
         cmocka_unit_test(test_guard_never_starves),
         cmocka_unit_test(test_guard_lets_go_when_requests_stop),
+        cmocka_unit_test(test_guard_kernel_estimate),
         cmocka_unit_test(test_dead_tenants_do_not_block),
     };
     return cmocka_run_group_tests_name("compute", tests, NULL, NULL);
