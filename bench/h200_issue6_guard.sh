@@ -5,12 +5,21 @@
 # request is due, learnt from A's last gaps), with the graph-launched critical model, and
 # native time-slicing as the reference: batch 8 with fixed think times, batch 8 with
 # requests at random (exponential think times: the guard's weak case), batch 1.
-# About 6 minutes.
+# First, issue 6's launch overhead next to an idle critical tenant (every launch then takes
+# the controller's lock and records an event), against a share alone, in one process.
+# About 8.5 minutes; 8 files under OUTDIR.
 #   sh bench/h200_issue6_guard.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
 make -s minimal >/dev/null || exit 1
 make -s MINIMAL=1 BUILD=build-guard CFLAGS=-DGS_CC_GUARD=1 build-guard/libgpuslice.so || exit 1
+nvcc -O2 -o /tmp/gs-inproc bench/overhead_inproc.cu -ldl || exit 1
+for P in alone critical-peer; do
+    F=""; [ $P = critical-peer ] && F=--inproc-critical-peer
+    timeout 60 python3 bench/overhead.py --bin /bin/true --gpuslice build-minimal/gpuslice --skip-process \
+        --inproc /tmp/gs-inproc --inproc-reps 5 --inproc-compute 50 $F --out "$OUT/launch-$P.json" |
+        grep -E '"(launch_delta_us|launch_real_us|launch_hooked_us|critical_peer)"'
+done
 for RUN in b8:0,1,3:fixed:170 b8exp:1,3:exp:130 b1:0,3:fixed:150; do
     NAME=${RUN%%:*} REST=${RUN#*:}
     T=${REST%%:*} REST=${REST#*:}

@@ -24,6 +24,9 @@ ap.add_argument("--inproc", help="bench/overhead_inproc.cu built: real vs hooked
 ap.add_argument("--inproc-reps", type=int, default=9)
 ap.add_argument("--inproc-compute", type=int, default=0,
                 help="give the slice a compute share (percent): the launch path then runs the controller")
+ap.add_argument("--inproc-critical-peer", action="store_true",
+                help="a latency-critical tenant (idle: it never launches) next to the slice: every "
+                "launch then takes the controller's lock and records an event")
 ap.add_argument("--skip-process", action="store_true", help="only the in-process comparison")
 ap.add_argument("--cpu", default="2", help="pin every process to this CPU (taskset); '' = no pinning. "
                 "Unpinned, launch cost was bimodal (3.5 or 4.3 us) with the core a process landed on")
@@ -31,12 +34,13 @@ args = ap.parse_args()
 lib = os.path.join(os.path.dirname(os.path.abspath(args.gpuslice)), "libgpuslice.so")
 
 
-def make_slice(path, memory, compute=0):
+def make_slice(path, memory, compute=0, priority="best-effort", slice_id="bench"):
     """The state `gpuslice run` prepares, made here so the measured process
     has no gpuslice parent: limits (key = value) and an empty ledger (v1)."""
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "limits"), "w") as f:
-        f.write(f"version = 1\nmemory = {memory}\ncompute = {compute}\nslice_id = bench\n")
+        f.write(f"version = 1\nmemory = {memory}\ncompute = {compute}\npriority = {priority}\n"
+                f"slice_id = {slice_id}\n")
     hdr = b"GSLEDGER" + struct.pack("<III", 1, 16512, 256)
     with open(os.path.join(path, "ledger"), "wb") as f:
         f.write(hdr + bytes(16512 - len(hdr)))
@@ -76,6 +80,8 @@ if args.inproc:
     # Same enforcing slice as "gpuslice"; each process compares libcuda's own
     # entry points with the interposer's, interleaved, and reports its medians.
     inproc = []
+    if args.inproc_critical_peer:  # beside the slice, where a tenant looks for its peers
+        make_slice(os.path.join(os.path.dirname(state), "critical"), 1 << 30, 0, "critical", "critical")
     for _ in range(args.inproc_reps):
         make_slice(state, 100 << 30, args.inproc_compute)
         full = (["taskset", "-c", args.cpu] if args.cpu else []) + variants["gpuslice"][:-1] + [args.inproc]
@@ -88,6 +94,7 @@ if args.inproc:
                          for m in ("launch_real_us", "launch_hooked_us", "launch_delta_us",
                                    "alloc_pair_real_us", "alloc_pair_hooked_us", "alloc_pair_ratio")}
     summary["inproc"]["compute_share"] = args.inproc_compute
+    summary["inproc"]["critical_peer"] = args.inproc_critical_peer
     summary["inproc"]["all_interposed"] = all(r["interposed"] for r in inproc)
     res["inproc_runs"] = inproc
 print(json.dumps(summary, indent=1))
