@@ -43,9 +43,10 @@ static void critical_stamps(const struct gs_cc_tenant *t, int n, int self, uint6
  * read may be a later launch of the request than its first (we look every
  * GS_CC_CRIT_POLL_NS at most, less often while our own kernel runs), so the
  * guard trusts the shortest gap; a request that began and ended unseen is no
- * sample. Gaps longer than the linger are pauses, not a serving loop's rhythm. */
-static void guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n, int self,
-                          int critical_busy)
+ * sample. Gaps longer than the linger are pauses, not a serving loop's rhythm.
+ * 1: they are idle now, and crit_idle_seen is their latest "finished" stamp. */
+static int guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n, int self,
+                         int critical_busy)
 {
     uint64_t launch, idle;
     critical_stamps(t, n, self, &launch, &idle);
@@ -55,26 +56,31 @@ static void guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, i
             launch - idle < GS_CC_CRIT_LINGER_NS)
             me->gaps[me->ngaps++ % GS_CC_GUARD_GAPS] = launch - me->crit_idle_seen;
         me->crit_idle_seen = 0;
-    } else if (idle && idle >= launch) {
-        me->crit_idle_seen = idle;
+        return 0;
     }
+    if (!idle || idle < launch)
+        return 0; /* none, or a launch not seen finished that is no longer believed busy */
+    me->crit_idle_seen = idle;
+    return 1;
 }
 
-uint64_t gs_cc_guard_hold(const struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,
-                          int self, uint64_t now)
+uint64_t gs_cc_guard_gap(const struct gs_cc_self *me)
 {
-    if (!me->guard || t[self].critical || t[self].bound || !me->crit_idle_seen ||
-        me->ngaps < GS_CC_GUARD_GAPS / 2)
-        return 0;
-    uint64_t launch, idle;
-    critical_stamps(t, n, self, &launch, &idle);
-    if (launch > me->crit_idle_seen || idle != me->crit_idle_seen)
-        return 0; /* a request we have not seen yet: decide() gates, or it is over */
     unsigned k = me->ngaps < GS_CC_GUARD_GAPS ? me->ngaps : GS_CC_GUARD_GAPS;
     uint64_t gap = UINT64_MAX;
     for (unsigned i = 0; i < k; i++)
         if (me->gaps[i] < gap)
             gap = me->gaps[i];
+    return gap;
+}
+
+/* The guard's hold at now, with the critical tenants idle since crit_idle_seen
+ * (0: none): the time to ask again. */
+static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t now)
+{
+    if (me->ngaps < GS_CC_GUARD_GAPS / 2)
+        return 0;
+    uint64_t gap = gs_cc_guard_gap(me);
     uint64_t need = me->kernel_ns + GS_CC_GUARD_MARGIN_NS;
     if (need >= gap)
         return 0; /* our kernels never fit its gaps: holding would starve us */
@@ -199,12 +205,12 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         gs_cc_decide(t, n, self, now, period, me->debt, &d);
     }
     me->until = 0;
-    me->critical_busy = d.critical_busy;
     me->critical_recent = d.critical_recent;
     me->guard_held = 0;
-    if (me->guard && !t[self].critical)
-        guard_observe(me, t, n, self, d.critical_busy);
-    uint64_t hold = d.go && !d.gated_by_critical ? gs_cc_guard_hold(me, t, n, self, now) : 0;
+    uint64_t hold = 0; /* the guard holds gated tenants only (not critical, not bound) */
+    if (me->guard && !t[self].critical && !t[self].bound &&
+        guard_observe(me, t, n, self, d.critical_busy) && d.go && !d.gated_by_critical)
+        hold = guard_hold(me, now);
     if (d.gated_by_critical || !d.window_len_ns) {
         /* Not share-controlled (or a critical tenant is busy): decide said it all. */
         if (d.go && hold) {

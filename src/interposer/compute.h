@@ -114,8 +114,8 @@ struct gs_cc_self {
     uint64_t window_start, window_len, used_from;
     uint64_t closed_window; /* start of the window we last drained */
     int in_window;          /* launched in the current window; drain before waiting */
-    int critical_busy;      /* at the last decision: a critical tenant was busy */
-    int critical_recent;    /* ... or was recently (decision's critical_recent) */
+    int critical_recent;    /* at the last decision: a critical tenant was busy, or was
+                               recently (decision's critical_recent) */
     /* The guard (above): */
     int guard;               /* on */
     uint64_t kernel_ns;      /* our kernels' recent duration, the caller's estimate (0: none) */
@@ -156,9 +156,8 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t finished_ns);
 uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t last_launch,
                              uint64_t last_sync);
 
-/* The guard's hold for tenants[self] at now (0: none): the time to ask again. */
-uint64_t gs_cc_guard_hold(const struct gs_cc_self *me, const struct gs_cc_tenant *tenants, int n,
-                          int self, uint64_t now);
+/* The guard: the critical tenants' shortest gap it has seen (UINT64_MAX: none). */
+uint64_t gs_cc_guard_gap(const struct gs_cc_self *me);
 
 /* Our kernels' duration for the guard, from the last estimate and a new
  * sample: rises at once to a longer sample, decays by an eighth of the

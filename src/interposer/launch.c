@@ -324,10 +324,7 @@ static void guard_said(uint64_t now, uint64_t until)
     held_ns += until > now ? until - now : 0;
     if (now < next_say)
         return;
-    uint64_t gap = UINT64_MAX;
-    for (unsigned i = 0; i < GS_CC_GUARD_GAPS && i < cc.self.ngaps; i++)
-        if (cc.self.gaps[i] < gap)
-            gap = cc.self.gaps[i];
+    uint64_t gap = gs_cc_guard_gap(&cc.self);
     GS_LOGI("guard: %llu holds, %.1f ms held%s; the critical tenant's shortest gap %.3f ms, our "
             "kernels %.3f ms",
             (unsigned long long)holds, (double)held_ns / 1e6, next_say ? " in the last 10 s" : "",
