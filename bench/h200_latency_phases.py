@@ -25,6 +25,7 @@ Variants (--configs):
   gs_mps_shrink    gpuslice on MPS with yield = shrink: B on all SMs while A idles, on a green
                    context of half the SMs (72 on an H200) while A is busy
   gs_mps_shrinkN   the same with --green-sms N (e.g. gs_mps_shrink40, gs_mps_shrink96)
+  gs_guardN        gs_gate with B's guard at N microseconds (--guard N, e.g. gs_guard600)
   CONFIG@NAME      CONFIG with B's interposer a variant build (--b-lib NAME=LIB)
 """
 import argparse
@@ -35,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,6 +64,9 @@ ap.add_argument("--b-lib", action="append", default=[], metavar="NAME=LIB",
                 "config gs_mps_shrink@NAME is gs_mps_shrink with B on LIB")
 ap.add_argument("--memory", default="24Gi", help="each tenant's slice (gpuslice run --memory)")
 ap.add_argument("--lead", type=float, default=14.0, help="seconds for both tenants to start up")
+ap.add_argument("--smi", action="store_true",
+                help="sample the GPU's SM clock and power every 50 ms (nvidia-smi) and give their "
+                "medians per phase kind: does B's load slow A down through the clock?")
 args = ap.parse_args()
 TENANT = os.environ.get("GS_BENCH_TENANT", os.path.join(HERE, "compute_tenant.py"))  # tests: a stand-in
 
@@ -98,6 +103,10 @@ def config(name):
         return c[0], c[1], c[2], dict(c[3], GPUSLICE_INTERPOSER=os.path.abspath(libs[var]))
     if name in CONFIGS:
         return CONFIGS[name]
+    m = re.fullmatch(r"gs_guard(\d+)", name)
+    if m:
+        a, b, mps, env = CONFIGS["gs_gate"]
+        return a, b + ["--guard", m.group(1)], mps, env
     m = re.fullmatch(r"gs_mps_shrink(\d+)", name)
     if not m:
         return None
@@ -133,6 +142,46 @@ def pct(v, q):
     return v[min(len(v) - 1, (len(v) * q) // 100)] if v else 0.0
 
 
+class Sampler:
+    """nvidia-smi's SM clock (MHz) and power (W) every 50 ms, stamped with our own clock
+    (the schedule's), read on a thread until stop()."""
+
+    def __init__(self):
+        self.rows, self.error = [], None
+        try:
+            self.p = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+                                       "--format=csv,noheader,nounits", "-lms", "50"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError as ex:
+            self.p, self.error = None, f"nvidia-smi: {ex}"
+            return
+        self.t = threading.Thread(target=self.read, daemon=True)
+        self.t.start()
+
+    def read(self):
+        for line in self.p.stdout:
+            try:
+                mhz, watts = (float(x) for x in line.split(","))
+            except ValueError:
+                continue  # "[N/A]" or a partial line
+            self.rows.append((time.time(), mhz, watts))
+
+    def stop(self, phases):
+        """Medians per phase tag (A@t, AB@t, B@0) over the samples inside its phases,
+        leaving out each phase's first 0.2 s (the load changing)."""
+        if self.p is None:
+            return {"error": self.error}
+        self.p.terminate()
+        self.p.wait(timeout=10)
+        self.t.join(timeout=10)
+        per = {}
+        for ph in phases:
+            s = [r for r in self.rows if ph["t0"] + 0.2 <= r[0] < ph["t1"]]
+            per.setdefault(ph["tag"], []).extend(s)
+        return {tag: {"n": len(s), "sm_mhz": pct([x[1] for x in s], 50), "power_w": pct([x[2] for x in s], 50)}
+                for tag, s in per.items()}
+
+
 def run_config(name):
     a_gs, b_gs, mps, b_env = config(name)
     start = time.time() + args.lead
@@ -142,6 +191,7 @@ def run_config(name):
     json.dump(sa, open(fa, "w"))
     json.dump(sb, open(fb, "w"))
     procs = []
+    sampler = Sampler() if args.smi else None
     pins = args.pin.split("/") if args.pin else ["", ""]
     for mode, gs, sched, extra_env, pin in (("infer", a_gs, fa, {}, pins[0]), ("hog", b_gs, fb, b_env, pins[1])):
         cmd = [sys.executable, TENANT, mode, "--start", str(start), "--schedule", sched,
@@ -168,6 +218,7 @@ def run_config(name):
         outs.append(json.loads(line[-1]) if line else {"error": err[-1500:]})
         said.append([x[:300] for x in err.splitlines() if "gpuslice[interposer" in x and ("yield" in x or "guard" in x)][:4])
     shutil.rmtree(d, ignore_errors=True)  # the two schedules
+    smi = sampler.stop(sa) if sampler else None
     ra, rb = outs
     if "error" in ra or "error" in rb:
         return {"error": ra.get("error") or rb.get("error"), "span_s": span}
@@ -175,6 +226,8 @@ def run_config(name):
     res = {"span_s": span, "phases": [[p["tag"], round(p["t0"], 3), round(p["t1"], 3)] for p in sa],
            "b_alone": [p["matmuls_per_s"] for p in rb["phases"] if p["tag"].startswith("B@")],
            "thinks": {}, "empty_phases": late, "interposer_said": {"A": said[0], "B": said[1]}}
+    if smi is not None:
+        res["smi"] = smi
     for t in [float(x) for x in args.thinks.split(",")]:
         alone = [p for p in ra["phases"] if p["tag"] == f"A@{t:g}"]
         withb = [p for p in ra["phases"] if p["tag"] == f"AB@{t:g}"]

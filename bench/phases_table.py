@@ -68,5 +68,20 @@ if __name__ == "__main__":
     if graph:
         print("\nA replays the model as a CUDA graph in the files that say so (`graph`); their native "
               "reference is a native variant that did too.")
+    clocks = [(r, n, c["smi"]) for r in (json.load(open(p)) for p in sys.argv[1:])
+              for n, c in r["configs"].items() if isinstance(c.get("smi"), dict) and "error" not in c["smi"]]
+    if clocks:
+        print("\nThe GPU's SM clock and power (medians of nvidia-smi samples every 50 ms inside the phases):\n")
+        print("| batch | variant | think ms | MHz A alone | MHz A with B | MHz B alone | W A alone | W A with B "
+              "| W B alone |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r, n, smi in clocks:
+            b = smi.get("B@0", {})
+            for t in r["thinks"].split(","):
+                a, ab = smi.get(f"A@{float(t):g}", {}), smi.get(f"AB@{float(t):g}", {})
+                lab = ("~" if r.get("think_dist") == "exp" else "") + t
+                print(f"| {r['batch']} | {n} | {lab} | {a.get('sm_mhz', 0):.0f} | {ab.get('sm_mhz', 0):.0f} "
+                      f"| {b.get('sm_mhz', 0):.0f} | {a.get('power_w', 0):.0f} | {ab.get('power_w', 0):.0f} "
+                      f"| {b.get('power_w', 0):.0f} |")
     print(f"\nB's native solo throughput (median of the native variants' best B-alone phase): "
           f"{b_ref:.0f} matmuls/s" if b_ref else "")

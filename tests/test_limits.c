@@ -29,6 +29,7 @@ static void test_round_trip(void **st)
     l.priority = GS_PRIO_CRITICAL;
     l.yield = GS_YIELD_SHRINK;
     l.green_sms = 64;
+    l.guard_us = 600;
     l.sharing = GS_SHARING_MPS;
     l.mps_threads = 70;
     l.context_reserve = 608ull << 20;
@@ -44,6 +45,7 @@ static void test_round_trip(void **st)
     assert_int_equal(back.priority, GS_PRIO_CRITICAL);
     assert_int_equal(back.yield, GS_YIELD_SHRINK);
     assert_int_equal(back.green_sms, 64);
+    assert_int_equal(back.guard_us, 600);
     assert_int_equal(back.sharing, GS_SHARING_MPS);
     assert_int_equal(back.mps_threads, 70);
     assert_int_equal(back.context_reserve, l.context_reserve);
@@ -59,6 +61,7 @@ static void test_round_trip(void **st)
     text[n] = '\0';
     assert_non_null(strstr(text, "\nyield = shrink\n"));
     assert_non_null(strstr(text, "\ngreen_sms = 64\n"));
+    assert_non_null(strstr(text, "\nguard_us = 600\n"));
     assert_non_null(strstr(text, "\ncompute_mode = cap\n"));
     assert_non_null(strstr(text, "\npriority = critical\n"));
 }

@@ -38,6 +38,9 @@ static void run_usage(FILE *out)
             "                  with --sharing timeslice, bound with --sharing mps\n"
             "  --green-sms N   with --yield shrink: SMs kept while a critical tenant is busy\n"
             "                  (default: half the GPU's; rounded up to the GPU's SM groups)\n"
+            "  --guard US      with --yield gate: in a critical tenant's gaps between requests,\n"
+            "                  launch only kernels that should end US microseconds before its\n"
+            "                  next request is due (learnt from its last gaps; e.g. 600)\n"
             "  --sharing S     timeslice (contexts take turns, the default) or mps (run side by\n"
             "                  side as clients of a running NVIDIA MPS daemon; critical tenants\n"
             "                  get normal client priority, best-effort ones below normal)\n"
@@ -219,6 +222,7 @@ int gs_cmd_run(int argc, char **argv)
         {"sharing", required_argument, 0, 's'},
         {"mps-threads", required_argument, 0, 't'},
         {"green-sms", required_argument, 0, 'g'},
+        {"guard", required_argument, 0, 'G'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -284,6 +288,16 @@ int gs_cmd_run(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'G':
+            if (gs_config_set(gs_limits_table, gs_limits_table_len, &lim, "guard_us", optarg,
+                              &err) < 0 ||
+                lim.guard_us == 0) {
+                fprintf(stderr, "gpuslice run: --guard: %s\n",
+                        lim.guard_us == 0 && !err.msg[0] ? "must be above 0 (microseconds)"
+                                                         : err.msg);
+                return 2;
+            }
+            break;
         case 'S': simulated = 1; break;
         case 'r': snprintf(root, sizeof root, "%s", optarg); break;
         case 'k': keep = 1; break;
@@ -310,6 +324,11 @@ int gs_cmd_run(int argc, char **argv)
     }
     if (lim.sharing == GS_SHARING_MPS && !have_yield)
         lim.yield = GS_YIELD_BOUND; /* side by side, a gated best-effort tenant would starve */
+    if (lim.guard_us && (lim.yield != GS_YIELD_GATE || lim.priority == GS_PRIO_CRITICAL)) {
+        fprintf(stderr, "gpuslice run: --guard is for a best-effort command with --yield gate "
+                        "(the default on --sharing timeslice)\n");
+        return 2;
+    }
     if (lim.compute_mode == GS_COMPUTE_CAP && !have_cpu) {
         fprintf(stderr, "gpuslice run: --hard-cap needs --compute N\n");
         return 2;
@@ -367,6 +386,7 @@ int gs_cmd_run(int argc, char **argv)
     lim.sharing = want.sharing;
     lim.mps_threads = want.mps_threads;
     lim.green_sms = want.green_sms;
+    lim.guard_us = want.guard_us;
     lim.simulated = simulated;
     if (!have_mem)
         lim.memory = 0;
@@ -444,6 +464,11 @@ int gs_cmd_run(int argc, char **argv)
                     ? ""
                     : " (this helps under --sharing mps; time-sliced contexts take turns anyway)");
     }
+    if (lim.guard_us)
+        fprintf(stderr,
+                "  guard  : next to a latency-critical tenant, kernels go out in its gaps only if "
+                "they should end %llu us before its next request\n",
+                (unsigned long long)lim.guard_us);
     fprintf(stderr, "  state  : %s\n", paths.dir);
     fflush(stderr);
 

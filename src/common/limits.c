@@ -30,6 +30,9 @@ const struct gs_cfg_entry gs_limits_table[] = {
      "MPS active thread percentage for this tenant (0 = not limited)"},
     {"green_sms", GS_CFG_UINT, F(green_sms), 0, 4096, "0", NULL,
      "yield = shrink: SMs this tenant keeps while a critical tenant is busy (0 = half the GPU)"},
+    {"guard_us", GS_CFG_UINT, F(guard_us), 0, GS_GUARD_MAX_US, "0", NULL,
+     "yield = gate: in a critical tenant's gaps, launch only kernels that should end this many "
+     "microseconds before its next request is due (0 = off)"},
     {"context_reserve", GS_CFG_UINT, F(context_reserve), 0, UINT64_MAX, "0", NULL,
      "device memory reserved outside the slice for the CUDA context, bytes"},
     {"simulated", GS_CFG_BOOL, F(simulated), 0, 0, "false", NULL,

@@ -26,6 +26,8 @@ enum gs_yield { GS_YIELD_GATE = 0, GS_YIELD_BOUND = 1, GS_YIELD_SHRINK = 2 };
 /* How tenants of one GPU share its execution units: contexts time-slice (every
  * GPU), or run side by side as clients of NVIDIA MPS (where the node runs it). */
 enum gs_exec_sharing { GS_SHARING_TIMESLICE = 0, GS_SHARING_MPS = 1 };
+/* The guard's margin at most: 100 ms, far beyond any serving loop's gap. */
+#define GS_GUARD_MAX_US 100000
 
 struct gs_limits {
     uint64_t version;
@@ -37,6 +39,7 @@ struct gs_limits {
     int sharing;          /* enum gs_exec_sharing */
     uint64_t mps_threads; /* MPS active thread percentage for this tenant, 0 = not limited */
     uint64_t green_sms;   /* yield = shrink: SMs kept while a critical tenant is busy, 0 = half */
+    uint64_t guard_us;    /* yield = gate: the guard's margin, microseconds (0 = off) */
     uint64_t context_reserve; /* device memory set aside outside the slice for the CUDA context */
     int simulated;            /* the slice lives on the simulated GPU backend */
     char device[96];          /* GPU UUID or index the slice is on */

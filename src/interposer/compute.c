@@ -81,7 +81,7 @@ static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t now)
     if (me->ngaps < GS_CC_GUARD_GAPS / 2)
         return 0;
     uint64_t gap = gs_cc_guard_gap(me);
-    uint64_t need = me->kernel_ns + GS_CC_GUARD_MARGIN_NS;
+    uint64_t need = me->kernel_ns + me->guard_ns;
     if (need >= gap)
         return 0; /* our kernels never fit its gaps: holding would starve us */
     uint64_t due = me->crit_idle_seen + gap;
@@ -208,7 +208,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     me->critical_recent = d.critical_recent;
     me->guard_held = 0;
     uint64_t hold = 0; /* the guard holds gated tenants only (not critical, not bound) */
-    if (me->guard && !t[self].critical && !t[self].bound &&
+    if (me->guard_ns && !t[self].critical && !t[self].bound &&
         guard_observe(me, t, n, self, d.critical_busy) && d.go && !d.gated_by_critical)
         hold = guard_hold(me, now);
     if (d.gated_by_critical || !d.window_len_ns) {

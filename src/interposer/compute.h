@@ -64,20 +64,22 @@
 #endif
 /* How often a gated best-effort tenant looks again while a critical one runs. */
 #define GS_CC_CRIT_POLL_NS (50ull * 1000)
-/* The guard (experimental, off unless gs_cc_self.guard is set: the
- * interposer sets it from the build constant GS_CC_GUARD). A gated
- * best-effort tenant learns the critical tenant's gaps between requests (from
- * its "finished" stamp to its next launch, the shortest of the last
- * GS_CC_GUARD_GAPS) and launches in a gap only a kernel that should end before
- * the next request is due: its kernels' recent duration plus
- * GS_CC_GUARD_MARGIN_NS must fit. From then it holds its launches until the
+/* The guard (off unless gs_cc_self.guard_ns is set: the interposer sets it
+ * from the slice's guard_us limit). A gated best-effort tenant learns the
+ * critical tenant's gaps between requests (from its "finished" stamp to its
+ * next launch, the shortest of the last GS_CC_GUARD_GAPS) and launches in a
+ * gap only a kernel that should end guard_ns before the next request is due:
+ * its kernels' recent duration plus guard_ns must fit. From then it holds its launches until the
  * request comes, or GS_CC_GUARD_HOLD_NS after it was due (a serving loop that
  * paused). If its kernels do not fit the gaps at all, it does not hold (it
  * would never launch). What a request then finds in front of it is, at best,
  * nothing: the ~one best-effort kernel that costs a graph-launched model
  * 1.18-1.30x at p99 on the H200 is gone, for B's time in each gap's tail. */
 #define GS_CC_GUARD_GAPS 8
+/* The margin the session-5/6 measurement builds used (GS_CC_GUARD=1). */
+#ifndef GS_CC_GUARD_MARGIN_NS
 #define GS_CC_GUARD_MARGIN_NS (60ull * 1000)
+#endif
 #define GS_CC_GUARD_HOLD_NS (1000ull * 1000)
 
 struct gs_cc_tenant {
@@ -117,7 +119,7 @@ struct gs_cc_self {
     int critical_recent;    /* at the last decision: a critical tenant was busy, or was
                                recently (decision's critical_recent) */
     /* The guard (above): */
-    int guard;               /* on */
+    uint64_t guard_ns;       /* on: a kernel must end this long before the request is due */
     uint64_t kernel_ns;      /* our kernels' recent duration, the caller's estimate (0: none) */
     uint64_t crit_idle_seen; /* the critical tenants' "finished" stamp while we saw them idle */
     uint64_t gaps[GS_CC_GUARD_GAPS]; /* their last gaps between requests */

@@ -50,7 +50,9 @@
 #ifndef GS_CC_TRIM_SPIN_NS
 #define GS_CC_TRIM_SPIN_NS (500ull * 1000)
 #endif
-/* The guard (compute.h): off by default, built on for measurement. */
+/* The guard (compute.h) is the slice's guard_us; GS_CC_GUARD=1 builds it on,
+ * at GS_CC_GUARD_MARGIN_NS, where the limits leave it off (the session-5/6
+ * measurement builds, bench/h200_issue6_guard.sh and _clock.sh). */
 #ifndef GS_CC_GUARD
 #define GS_CC_GUARD 0
 #endif
@@ -118,10 +120,17 @@ void gs_cc_init(const char *state_dir)
     cc.on = gs_g.enforce && gs_g.ledger_shared;
     if (!cc.on)
         return;
-    cc.self.guard = GS_CC_GUARD;
-    if (cc.self.guard)
-        GS_LOGI("guard on (experimental build): next to a latency-critical tenant, a kernel goes "
-                "out in its gap only if it should end before its next request is due");
+    int gated = gs_g.limits.priority != GS_PRIO_CRITICAL && gs_g.limits.yield == GS_YIELD_GATE;
+    cc.self.guard_ns = gated ? gs_g.limits.guard_us * 1000 : 0;
+    if (gs_g.limits.guard_us && !gated)
+        GS_LOGW("guard_us = %llu ignored: the guard is for best-effort slices with yield = gate",
+                (unsigned long long)gs_g.limits.guard_us);
+    if (GS_CC_GUARD && gated && !cc.self.guard_ns)
+        cc.self.guard_ns = GS_CC_GUARD_MARGIN_NS;
+    if (cc.self.guard_ns)
+        GS_LOGI("guard on: next to a latency-critical tenant, a kernel goes out in its gap only if "
+                "it should end %.0f us before its next request is due",
+                (double)cc.self.guard_ns / 1000.0);
     struct stat st;
     if (stat(GS_LIMITS_CONTAINER_DIR "/peers", &st) == 0 && S_ISDIR(st.st_mode)) {
         snprintf(cc.peers_dir, sizeof cc.peers_dir, "%s", GS_LIMITS_CONTAINER_DIR "/peers");
@@ -314,7 +323,7 @@ static void drain(void)
         gs_g.real.cuCtxSynchronize();
 }
 
-/* The guard (experimental build) says what it does: when it first holds a
+/* The guard says what it does: when it first holds a
  * launch, and every GUARD_SAY_NS after, how often and how long it held. */
 #define GUARD_SAY_NS (10ull * 1000 * 1000 * 1000)
 static void guard_said(uint64_t now, uint64_t until)

@@ -243,6 +243,7 @@ static char *build_json(const struct row *rows, int n, const char *root)
         cJSON_AddNumberToObject(o, "mps_threads_percent", (double)r->lim.mps_threads);
         add_limit_name(o, "yield", r->lim.yield);
         cJSON_AddNumberToObject(o, "green_sms", (double)r->lim.green_sms);
+        cJSON_AddNumberToObject(o, "guard_us", (double)r->lim.guard_us);
         cJSON_AddNumberToObject(o, "allocations", (double)r->allocs);
         cJSON_AddNumberToObject(o, "refused_by_cap", (double)r->ooms);
         cJSON_AddNumberToObject(o, "launches", (double)r->launches);

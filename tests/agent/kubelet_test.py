@@ -124,7 +124,7 @@ def fractional(tmp, dp, pr):
     agent = Agent(tmp, "agent", ["--backend", "simulated", "--sim-config", sim, "--kubelet-dir", kdir,
                                  "--state-root", state, "--interposer-path", interposer,
                                  "--pod-resources-socket", podres_sock, "--reclaim-interval", "1",
-                                 "--reclaim-grace", "0"]).start()
+                                 "--reclaim-grace", "0", "--besteffort-guard-us", "600"]).start()
     try:
         regs = kub.wait_registrations(3)
         names = sorted(r[1].resource_name for r in regs)
@@ -175,8 +175,10 @@ def fractional(tmp, dp, pr):
         lim = read_limits(lim_path) if os.path.exists(lim_path) else {}
         tap.ok(lim.get("memory") == str(2 * GiB) and lim.get("compute") == "30" and
                lim.get("context_reserve") == str(608 * MiB) and lim.get("simulated") == "true" and
-               lim.get("priority") == "best-effort" and lim.get("device") == "SIM-GPU-0000",
-               "limits file: 2 GiB, 30%, context reserve 608 MiB, simulated", lim)
+               lim.get("priority") == "best-effort" and lim.get("device") == "SIM-GPU-0000" and
+               lim.get("yield") == "gate" and lim.get("guard_us") == "600",
+               "limits file: 2 GiB, 30%, context reserve 608 MiB, simulated; gate with the guard at 600 us",
+               lim)
         tap.ok(os.path.exists(lim_path) and stat.S_IMODE(os.stat(lim_path).st_mode) == 0o444,
                "limits file is read-only (0444)")
         with open(mt["/etc/ld.so.preload"][0]) as f:
@@ -188,8 +190,9 @@ def fractional(tmp, dp, pr):
         r4 = rt.allocate(["gpu0-rt-0"])
         lim3 = read_limits(mounts(r3)["/run/gpuslice/limits"][0])
         tap.ok(envs(r3)["GPUSLICE_SLICE_ID"] == envs(r4)["GPUSLICE_SLICE_ID"] and lim3.get("priority") == "critical"
-               and lim3.get("memory") == str(1 * GiB) and envs(r3)["GPUSLICE_SLICE_ID"] != e1["GPUSLICE_SLICE_ID"],
-               "realtime slot joins the next container's slice as critical", lim3)
+               and lim3.get("memory") == str(1 * GiB) and envs(r3)["GPUSLICE_SLICE_ID"] != e1["GPUSLICE_SLICE_ID"]
+               and lim3.get("guard_us") == "0",
+               "realtime slot joins the next container's slice as critical (no guard)", lim3)
 
         # GetPreferredAllocation: the open slice's GPU first; else best fit.
         avail = ["gpu0-mem-%04d" % i for i in range(12, 45)] + ["gpu1-mem-%04d" % i for i in range(45)]
@@ -476,14 +479,17 @@ def mps_shrink(tmp, dp, pr):
     agent = Agent(tmp, "agent-shrink", ["--backend", "simulated", "--kubelet-dir", kdir,
                                         "--state-root", os.path.join(tmp, "state4"), "--reclaim-interval", "0",
                                         "--compute-sharing", "mps", "--mps-pipe-dir", pipe,
-                                        "--critical-yield", "shrink", "--besteffort-green-sms", "64"]).start()
+                                        "--critical-yield", "shrink", "--besteffort-green-sms", "64",
+                                        "--besteffort-guard-us", "600"]).start()
     try:
         mem, rt = plugins(kub, agent, dp, kdir, "shrink")
         if not mem:
             return
         lim = read_limits(mounts(mem.allocate(["gpu0-mem-0000"]))["/run/gpuslice/limits"][0])
-        tap.ok(lim.get("yield") == "shrink" and lim.get("green_sms") == "64",
-               "critical_yield shrink: best-effort limits say yield shrink on 64 SMs", lim)
+        tap.ok(lim.get("yield") == "shrink" and lim.get("green_sms") == "64" and lim.get("guard_us") == "0",
+               "critical_yield shrink: best-effort limits say yield shrink on 64 SMs (no guard)", lim)
+        tap.ok("besteffort_guard_us = 600 has no effect" in agent.tail(200),
+               "the agent says the guard does nothing with shrink", agent.tail())
         r2 = mem.allocate(["gpu0-mem-0001"])
         rt.allocate(["gpu0-rt-0"])
         lim2 = read_limits(mounts(r2)["/run/gpuslice/limits"][0])

@@ -18,7 +18,7 @@ SRC = os.environ.get("GS_SRC_DIR", os.path.dirname(os.path.dirname(HERE)))
 BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SRC, "build"))
 
 STANDIN = r'''
-import json, os, sys
+import json, os, sys, time
 args = sys.argv[1:]
 mode = args[0]
 opt = lambda name: args[args.index(name) + 1] if name in args else None
@@ -35,6 +35,9 @@ for ph in json.load(open(opt("--schedule"))):
         alone = ph["tag"].startswith("A@")
         lat = [1.0 if alone else 1.2] * 99 + [2.0 if alone else 3.0]
         out["phases"].append({"tag": ph["tag"], "lat_ms": lat, "busy_fraction": 0.5})
+if mode == "hog":  # B stays through its first phase (B alone), for the clock sampler
+    first = json.load(open(opt("--schedule")))[0]
+    time.sleep(max(0.0, first["t1"] - time.time()))
 print(json.dumps(out))
 '''
 
@@ -61,11 +64,18 @@ def check(d):
         f.write('#!/bin/sh\ncmd=$1; shift\nexec "%s" "$cmd" --simulated "$@"\n'
                 % os.path.join(BUILD, "gpuslice"))
     os.chmod(wrapper, 0o755)
-    env = dict(os.environ, GS_BENCH_TENANT=standin, GS_STANDIN_LOG=logs)
+    # nvidia-smi played by a loop: one clock and power sample every 50 ms
+    bindir = os.path.join(d, "bin")
+    os.mkdir(bindir)
+    with open(os.path.join(bindir, "nvidia-smi"), "w") as f:
+        f.write('#!/bin/sh\nwhile :; do echo "1980, 301.5"; sleep 0.05; done\n')
+    os.chmod(os.path.join(bindir, "nvidia-smi"), 0o755)
+    env = dict(os.environ, GS_BENCH_TENANT=standin, GS_STANDIN_LOG=logs,
+               PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
     cmd = [sys.executable, os.path.join(SRC, "bench", "h200_latency_phases.py"),
-           "--gpuslice", wrapper, "--configs", "native,gs_gate",
+           "--gpuslice", wrapper, "--configs", "native,gs_guard600",
            "--thinks", "0,3", "--think-dist", "exp", "--requests", "10", "--reps", "1",
-           "--lead", "0.5", "--graph", "--memory", "1Gi", "--out", out]
+           "--lead", "0.5", "--graph", "--memory", "1Gi", "--smi", "--out", out]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     if not t.ok(p.returncode == 0, "the harness runs with a stand-in tenant", p.stderr[-2000:]):
         return t.done()
@@ -75,12 +85,15 @@ def check(d):
     t.ok(not any("error" in c for c in r["configs"].values()), "every variant ran",
          json.dumps(r["configs"])[:2000])
     rows = {(x["config"], x["think_ms"]): x for x in r["summary"]}
-    t.ok(set(rows) == {("native", 0.0), ("native", 3.0), ("gs_gate", 0.0), ("gs_gate", 3.0)},
+    t.ok(set(rows) == {("native", 0.0), ("native", 3.0), ("gs_guard600", 0.0), ("gs_guard600", 3.0)},
          "one summary row per variant and think time", sorted(rows))
     ok = all(x["p99_ratio_own"] == 1.5 and x["p99_ratio_native"] == 1.5 and x["p50_ratio_own"] == 1.2
              and x["B_fraction_native"] == 0.6 and x["A_busy_with_B"] == 0.5 for x in rows.values())
     t.ok(ok, "p99 1.5x and p50 1.2x of alone, B at 0.6 of alone, from the stand-in's figures",
          json.dumps(r["summary"], indent=1))
+    smi = [c.get("smi", {}) for c in r["configs"].values()]
+    t.ok(all(v.get("B@0", {}).get("sm_mhz") == 1980 and v["B@0"]["power_w"] == 301.5 and v["B@0"]["n"] > 0
+             for v in smi), "--smi: the sampled clock and power per phase kind", smi)
     argv = []
     for name in sorted(os.listdir(logs)):
         with open(os.path.join(logs, name)) as f:
@@ -93,7 +106,10 @@ def check(d):
     t.ok(all("--think-dist" not in a and "--graph" not in a for a in hog), "B gets neither", hog)
     tab = subprocess.run([sys.executable, os.path.join(SRC, "bench", "phases_table.py"), out],
                          capture_output=True, text=True, timeout=60)
-    lines = [x for x in tab.stdout.splitlines() if x.startswith("| 8 |")]
+    first, _, clocks = tab.stdout.partition("SM clock")
+    lines = [x for x in first.splitlines() if x.startswith("| 8 |")]
+    t.ok(len([x for x in clocks.splitlines() if x.startswith("| 8 |") and "| 1980 |" in x]) == 4,
+         "the table gives the clocks per variant and think time", tab.stdout)
     t.ok(tab.returncode == 0 and len(lines) == 4, "the table has a row per cell", tab.stdout + tab.stderr)
     cells = [[c.strip() for c in x.strip("|").split("|")] for x in lines]
     t.ok(all(c[2] in ("~0", "~3") and c[6] == "1.50" and c[7] == "1.50" and c[8] == "1.20"

@@ -59,6 +59,25 @@ r = run(["--yield", "shrink", "--green-sms", "lots"], SHOW)
 ok(r.returncode == 2 and "--green-sms" in r.stderr and "whole number" in r.stderr,
    "a malformed --green-sms is refused clearly", r.stderr)
 
+# The guard: a best-effort command that gates gets it; others are refused.
+for d in os.listdir(root):
+    subprocess.run(["rm", "-rf", os.path.join(root, d)])
+r = run(["--compute", "50", "--guard", "600", "--keep-state"], ["true"])
+texts = [open(os.path.join(root, d, "limits")).read() for d in os.listdir(root)
+         if os.path.exists(os.path.join(root, d, "limits"))]
+ok(r.returncode == 0 and any("guard_us = 600" in t and "yield = gate" in t for t in texts) and
+   "should end 600 us before its next request" in r.stderr,
+   "--guard 600: the slice's limits say so, and run tells", (r.stderr, texts))
+for flags, why in ((["--critical"], "a critical command"), (["--yield", "bound"], "--yield bound"),
+                   (["--sharing", "mps"], "--sharing mps (bound by default)")):
+    r = run(["--guard", "600"] + flags, SHOW)
+    ok(r.returncode == 2 and "--guard is for a best-effort command with --yield gate" in r.stderr,
+       f"--guard with {why} is refused", r.stderr)
+for bad, says in (("0", "must be above 0"), ("soon", "whole number"), ("100001", "outside 0..100000")):
+    r = run(["--guard", bad], SHOW)
+    ok(r.returncode == 2 and "--guard" in r.stderr and says in r.stderr, f"--guard {bad} is refused clearly",
+       r.stderr)
+
 # A workload that raises its own thread percentage after start-up gets the
 # slice's value back when it first reaches the driver (the interposer
 # initialises before the real driver starts).

@@ -458,7 +458,7 @@ static void test_bound_mode_keeps_best_effort_running(void **st)
     assert_true(pct(b, 1, 5 * SEC) > pct(gb, 1, 5 * SEC) + 10.0);
 }
 
-/* The guard (experimental, GS_CC_GUARD): a gated best-effort tenant that has
+/* The guard (guard_us): a gated best-effort tenant that has
  * learnt the critical tenant's gaps launches in a gap only kernels that end
  * before the next request is due. Critical: 2 ms of work every 4 ms (a 2 ms
  * gap); best-effort: one kernel in flight, next to it. */
@@ -468,7 +468,7 @@ struct guard_result {
     uint64_t crit_busy_launches;
 };
 
-static void guard_run(int guard, uint64_t be_kernel_ns, struct guard_result *r)
+static void guard_run(uint64_t margin_ns, uint64_t be_kernel_ns, struct guard_result *r)
 {
     struct sim alone = {.split = 0};
     struct sim_tenant *ca = add_critical(&alone);
@@ -480,17 +480,17 @@ static void guard_run(int guard, uint64_t be_kernel_ns, struct guard_result *r)
     struct sim_tenant *b = add(&s, "best-effort", 50, 0);
     b->kernel_ns = be_kernel_ns;
     b->max_inflight = 1;
-    b->me.guard = guard;
+    b->me.guard_ns = margin_ns;
     b->me.kernel_ns = be_kernel_ns; /* launch.c measures it; exact here */
     run(&s, 4 * SEC);
     r->p99_alone = p99(ca);
     r->p99 = p99(c);
     r->be_gpu_ns = b->gpu_ns[1];
     r->crit_busy_launches = b->launches_while_crit_busy;
-    print_message("guard %d, BE kernels %.2f ms: critical p99 alone %.3f ms, with BE %.3f ms; "
-                  "BE %.1f%%\n",
-                  guard, (double)be_kernel_ns / MS, (double)r->p99_alone / MS, (double)r->p99 / MS,
-                  100.0 * (double)r->be_gpu_ns / (double)(4 * SEC));
+    print_message("guard %.2f ms, BE kernels %.2f ms: critical p99 alone %.3f ms, with BE %.3f "
+                  "ms; BE %.1f%%\n",
+                  (double)margin_ns / MS, (double)be_kernel_ns / MS, (double)r->p99_alone / MS,
+                  (double)r->p99 / MS, 100.0 * (double)r->be_gpu_ns / (double)(4 * SEC));
 }
 
 static void test_guard_keeps_requests_clear(void **st)
@@ -498,7 +498,7 @@ static void test_guard_keeps_requests_clear(void **st)
     (void)st;
     struct guard_result off, on;
     guard_run(0, 300 * US, &off);
-    guard_run(1, 300 * US, &on);
+    guard_run(60 * US, 300 * US, &on);
     assert_int_equal(off.crit_busy_launches, 0);
     assert_int_equal(on.crit_busy_launches, 0);
     /* Without it a request finds the best-effort kernel running... */
@@ -517,10 +517,29 @@ static void test_guard_never_starves(void **st)
     (void)st;
     struct guard_result off, on;
     guard_run(0, 3 * MS, &off);
-    guard_run(1, 3 * MS, &on);
+    guard_run(60 * US, 3 * MS, &on);
     assert_true(off.be_gpu_ns > 0);
     assert_int_equal(on.be_gpu_ns, off.be_gpu_ns);
     assert_int_equal(on.p99, off.p99);
+}
+
+/* A wider margin ends the best-effort tenant's work earlier in each gap (on
+ * the H200 that leaves the power, and so the clock, to the request): it costs
+ * it that much more of the gap, and it still never holds when nothing fits. */
+static void test_guard_margin(void **st)
+{
+    (void)st;
+    struct guard_result narrow, wide, too_wide;
+    guard_run(60 * US, 300 * US, &narrow);
+    guard_run(600 * US, 300 * US, &wide);
+    guard_run(1800 * US, 300 * US, &too_wide); /* 0.3 + 1.8 ms > the 2 ms gap */
+    assert_true(wide.p99 <= wide.p99_alone + 2 * DT);
+    /* about 0.54 ms more of each 2 ms gap given up, out of ~1.4 ms B had */
+    assert_true(wide.be_gpu_ns < narrow.be_gpu_ns * 3 / 4);
+    assert_true(wide.be_gpu_ns > narrow.be_gpu_ns / 4);
+    struct guard_result off;
+    guard_run(0, 300 * US, &off);
+    assert_int_equal(too_wide.be_gpu_ns, off.be_gpu_ns);
 }
 
 /* The critical tenant stops sending requests: the hold ends GS_CC_GUARD_HOLD_NS
@@ -534,7 +553,7 @@ static void test_guard_lets_go_when_requests_stop(void **st)
     struct sim_tenant *b = add(&s, "best-effort", 50, 0);
     b->kernel_ns = 300 * US;
     b->max_inflight = 1;
-    b->me.guard = 1;
+    b->me.guard_ns = GS_CC_GUARD_MARGIN_NS;
     b->me.kernel_ns = 300 * US;
     run(&s, 2 * SEC);
     assert_true(b->me.ngaps >= GS_CC_GUARD_GAPS);
@@ -663,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_bound_mode_keeps_best_effort_running),
         cmocka_unit_test(test_guard_keeps_requests_clear),
         cmocka_unit_test(test_guard_never_starves),
+        cmocka_unit_test(test_guard_margin),
         cmocka_unit_test(test_guard_lets_go_when_requests_stop),
         cmocka_unit_test(test_guard_kernel_estimate),
         cmocka_unit_test(test_dead_tenants_do_not_block),

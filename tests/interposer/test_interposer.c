@@ -646,6 +646,36 @@ static void test_queue_behind_running_kernel_next_to_critical(void **st)
     assert_int_equal(field(out, "max-queued "), 1);
 }
 
+/* The guard comes from the slice's limits (guard_us): a best-effort tenant
+ * that gates says it is on, with its margin; a critical one says the setting
+ * is not for it, and runs without. (What it decides: test_compute.c.) */
+static void test_guard_from_limits(void **st)
+{
+    (void)st;
+    const char *args[] = {"direct", "launch", "2", NULL};
+    struct gs_limits l;
+    gs_error err;
+    struct slice be, crit;
+    mkslice(&be, GiB);
+    set_compute(&be, 50, GS_PRIO_BEST_EFFORT);
+    assert_int_equal(gs_limits_load(be.p.limits, &l, &err), 0);
+    l.guard_us = 600;
+    assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
+    const char *out = run(&be, "GPUSLICE_LOG_LEVEL=info", args);
+    assert_int_equal(field(out, "launched "), 2);
+    assert_non_null(strstr(out, "guard on: next to a latency-critical tenant"));
+    assert_non_null(strstr(out, "should end 600 us before its next request is due"));
+    mkslice(&crit, GiB);
+    set_compute(&crit, 0, GS_PRIO_CRITICAL);
+    assert_int_equal(gs_limits_load(crit.p.limits, &l, &err), 0);
+    l.guard_us = 600;
+    assert_int_equal(gs_limits_write(crit.p.limits, &l, &err), 0);
+    out = run(&crit, "GPUSLICE_LOG_LEVEL=info", args);
+    assert_int_equal(field(out, "launched "), 2);
+    assert_non_null(strstr(out, "guard_us = 600 ignored"));
+    assert_null(strstr(out, "guard on:"));
+}
+
 static void test_shrink_falls_back_without_green_context(void **st)
 {
     (void)st;
@@ -712,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_passthrough_without_slice),
         cmocka_unit_test(test_pause_past_window_not_charged),
         cmocka_unit_test(test_shrink_moves_kernels_to_green_context),
+        cmocka_unit_test(test_guard_from_limits),
         cmocka_unit_test(test_shrink_falls_back_without_green_context),
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
         cmocka_unit_test(test_cap_every_way),
