@@ -43,7 +43,9 @@ static void critical_stamps(const struct gs_cc_tenant *t, int n, int self, uint6
  * read may be a later launch of the request than its first (we look every
  * GS_CC_CRIT_POLL_NS at most, less often while our own kernel runs), so the
  * guard trusts the shortest gap; a request that began and ended unseen is no
- * sample. Gaps longer than the linger are pauses, not a serving loop's rhythm.
+ * sample. Gaps longer than GS_CC_GUARD_GAP_MAX_NS are pauses, not a serving
+ * loop's rhythm. (Not the linger: a loop that waits 6 ms between requests
+ * went unguarded on the H200, its requests behind two best-effort kernels.)
  * 1: they are idle now, and crit_idle_seen is their latest "finished" stamp. */
 static int guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n, int self,
                          int critical_busy)
@@ -53,7 +55,7 @@ static int guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, in
     if (critical_busy) {
         /* idle unchanged: no whole request ran between the two looks */
         if (me->crit_idle_seen && idle == me->crit_idle_seen && launch > idle &&
-            launch - idle < GS_CC_CRIT_LINGER_NS)
+            launch - idle < GS_CC_GUARD_GAP_MAX_NS)
             me->gaps[me->ngaps++ % GS_CC_GUARD_GAPS] = launch - me->crit_idle_seen;
         me->crit_idle_seen = 0;
         return 0;

@@ -81,6 +81,8 @@
 #define GS_CC_GUARD_MARGIN_NS (60ull * 1000)
 #endif
 #define GS_CC_GUARD_HOLD_NS (1000ull * 1000)
+/* The longest gap it learns: a 4 fps camera's. */
+#define GS_CC_GUARD_GAP_MAX_NS (250ull * 1000 * 1000)
 
 struct gs_cc_tenant {
     uint64_t key;       /* stable order key (hash of the slice id); ties broken by index */
