@@ -14,7 +14,8 @@ MPS) and B alone.
 
 Variants (--configs):
   native           plain time-slicing, no gpuslice
-  gs_gate          gpuslice on time-slicing: A --critical, B best-effort (yield = gate)
+  gs_gate          gpuslice on time-slicing: A --critical, B best-effort (yield = gate), without
+                   the guard (the default since session 6: gs_guard300)
   mps_t100         plain NVIDIA MPS, B at all threads
   mps_t50          plain NVIDIA MPS, B at 50 % active threads
   gs_mps_t100      gpuslice on MPS: A --critical, B best-effort (yield = bound, MPS client
@@ -73,7 +74,7 @@ TENANT = os.environ.get("GS_BENCH_TENANT", os.path.join(HERE, "compute_tenant.py
 CONFIGS = {
     # name: (A's gpuslice args or None, B's, MPS underneath, B's extra environment)
     "native": (None, None, False, {}),
-    "gs_gate": (["--critical"], ["--compute", "100"], False, {}),
+    "gs_gate": (["--critical"], ["--compute", "100", "--guard", "off"], False, {}),
     "mps_t100": (None, None, True, {}),
     "mps_t50": (None, None, True, {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50"}),
     "gs_mps_t100": (["--critical", "--sharing", "mps"], ["--compute", "100", "--sharing", "mps"], True, {}),
@@ -84,10 +85,11 @@ CONFIGS = {
     "gs_mps_shrink": (["--critical", "--sharing", "mps"],
                       ["--compute", "100", "--sharing", "mps", "--yield", "shrink"], True, {}),
     "gs_mps_gate_t70": (["--critical", "--sharing", "mps"],
-                        ["--compute", "100", "--sharing", "mps", "--mps-threads", "70", "--yield", "gate"],
+                        ["--compute", "100", "--sharing", "mps", "--mps-threads", "70", "--yield", "gate",
+                         "--guard", "off"],
                         True, {}),
     "gs_mps_gate": (["--critical", "--sharing", "mps"],
-                    ["--compute", "100", "--sharing", "mps", "--yield", "gate"], True, {}),
+                    ["--compute", "100", "--sharing", "mps", "--yield", "gate", "--guard", "off"], True, {}),
 }
 
 
@@ -106,7 +108,7 @@ def config(name):
     m = re.fullmatch(r"gs_guard(\d+)", name)
     if m:
         a, b, mps, env = CONFIGS["gs_gate"]
-        return a, b + ["--guard", m.group(1)], mps, env
+        return a, b[:-2] + ["--guard", m.group(1)], mps, env
     m = re.fullmatch(r"gs_mps_shrink(\d+)", name)
     if not m:
         return None

@@ -400,12 +400,12 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
         int gates = a->cfg.critical_yield == GS_AGENT_YIELD_GATE ||
                     (a->cfg.critical_yield == GS_AGENT_YIELD_AUTO &&
                      a->cfg.compute_sharing != GS_SHARING_MPS);
-        if (!gates)
+        if (!gates && a->cfg.besteffort_guard_us != GS_GUARD_DEFAULT_US) /* set, for nothing */
             GS_LOGW("besteffort_guard_us = %llu has no effect: the guard works for best-effort "
                     "slices that gate (critical_yield = gate, or auto with compute_sharing = "
                     "timeslice)",
                     (unsigned long long)a->cfg.besteffort_guard_us);
-        else
+        else if (gates)
             GS_LOGI("guard: best-effort slices launch in a realtime slice's gaps only kernels "
                     "that should end %llu us before its next request is due",
                     (unsigned long long)a->cfg.besteffort_guard_us);

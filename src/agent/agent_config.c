@@ -61,7 +61,8 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
     {"besteffort_green_sms", GS_CFG_UINT, F(besteffort_green_sms), 0, 4096, "0", NULL,
      "critical_yield shrink: SMs a best-effort slice keeps while a realtime one is busy "
      "(0 = half the GPU's)"},
-    {"besteffort_guard_us", GS_CFG_UINT, F(besteffort_guard_us), 0, GS_GUARD_MAX_US, "0", NULL,
+    {"besteffort_guard_us", GS_CFG_UINT, F(besteffort_guard_us), 0, GS_GUARD_MAX_US,
+     GS_STR(GS_GUARD_DEFAULT_US), NULL,
      "best-effort slices that gate (critical_yield gate, or auto on timeslice): in a realtime "
      "slice's gaps, launch only kernels that should end this many microseconds before its next "
      "request is due (0 = off; docs/compute.md)"},

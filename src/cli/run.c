@@ -38,9 +38,9 @@ static void run_usage(FILE *out)
             "                  with --sharing timeslice, bound with --sharing mps\n"
             "  --green-sms N   with --yield shrink: SMs kept while a critical tenant is busy\n"
             "                  (default: half the GPU's; rounded up to the GPU's SM groups)\n"
-            "  --guard US      with --yield gate: in a critical tenant's gaps between requests,\n"
+            "  --guard US|off  with --yield gate: in a critical tenant's gaps between requests,\n"
             "                  launch only kernels that should end US microseconds before its\n"
-            "                  next request is due (learnt from its last gaps; e.g. 600)\n"
+            "                  next request is due (learnt from its last gaps); default 300\n"
             "  --sharing S     timeslice (contexts take turns, the default) or mps (run side by\n"
             "                  side as clients of a running NVIDIA MPS daemon; critical tenants\n"
             "                  get normal client priority, best-effort ones below normal)\n"
@@ -228,7 +228,7 @@ int gs_cmd_run(int argc, char **argv)
     };
     struct gs_limits lim;
     gs_limits_defaults(&lim);
-    int simulated = 0, keep = 0, have_mem = 0, have_cpu = 0, have_yield = 0;
+    int simulated = 0, keep = 0, have_mem = 0, have_cpu = 0, have_yield = 0, have_guard = 0;
     char root[PATH_MAX] = "";
     gs_error err = {0};
     int c;
@@ -289,12 +289,14 @@ int gs_cmd_run(int argc, char **argv)
             }
             break;
         case 'G':
+            have_guard = 1;
+            if (!strcmp(optarg, "off")) {
+                lim.guard_us = 0;
+                break;
+            }
             if (gs_config_set(gs_limits_table, gs_limits_table_len, &lim, "guard_us", optarg,
-                              &err) < 0 ||
-                lim.guard_us == 0) {
-                fprintf(stderr, "gpuslice run: --guard: %s\n",
-                        lim.guard_us == 0 && !err.msg[0] ? "must be above 0 (microseconds)"
-                                                         : err.msg);
+                              &err) < 0) {
+                fprintf(stderr, "gpuslice run: --guard: %s (microseconds, or off)\n", err.msg);
                 return 2;
             }
             break;
@@ -324,11 +326,14 @@ int gs_cmd_run(int argc, char **argv)
     }
     if (lim.sharing == GS_SHARING_MPS && !have_yield)
         lim.yield = GS_YIELD_BOUND; /* side by side, a gated best-effort tenant would starve */
-    if (lim.guard_us && (lim.yield != GS_YIELD_GATE || lim.priority == GS_PRIO_CRITICAL)) {
+    int gates = lim.yield == GS_YIELD_GATE && lim.priority != GS_PRIO_CRITICAL;
+    if (lim.guard_us && !gates) {
         fprintf(stderr, "gpuslice run: --guard is for a best-effort command with --yield gate "
                         "(the default on --sharing timeslice)\n");
         return 2;
     }
+    if (!have_guard && gates)
+        lim.guard_us = GS_GUARD_DEFAULT_US;
     if (lim.compute_mode == GS_COMPUTE_CAP && !have_cpu) {
         fprintf(stderr, "gpuslice run: --hard-cap needs --compute N\n");
         return 2;

@@ -26,8 +26,16 @@ enum gs_yield { GS_YIELD_GATE = 0, GS_YIELD_BOUND = 1, GS_YIELD_SHRINK = 2 };
 /* How tenants of one GPU share its execution units: contexts time-slice (every
  * GPU), or run side by side as clients of NVIDIA MPS (where the node runs it). */
 enum gs_exec_sharing { GS_SHARING_TIMESLICE = 0, GS_SHARING_MPS = 1 };
-/* The guard's margin at most: 100 ms, far beyond any serving loop's gap. */
+/* The guard's margin at most: 100 ms, far beyond any serving loop's gap. The
+ * default of best-effort slices that gate (gpuslice run, the agent): measured
+ * on the H200 (docs/compute.md, session 6) it took a graph-launched model's
+ * p99 from 1.25-1.55x to 1.10-1.22x of its own alone at 3-10 ms between
+ * requests, for 2-7 points of the best-effort tenant's throughput. A limits
+ * file without the key means off (files written before session 6). */
 #define GS_GUARD_MAX_US 100000
+#define GS_GUARD_DEFAULT_US 300
+#define GS_STR_(x) #x
+#define GS_STR(x) GS_STR_(x) /* a constant's value as a string (config defaults) */
 
 struct gs_limits {
     uint64_t version;

@@ -346,6 +346,8 @@ def replica(tmp, dp, pr):
         # (16 GiB - 4 x 608 MiB) / 4 = 3488 MiB, 25 %.
         tap.ok(lim.get("memory") == str(3488 * MiB) and lim.get("compute") == "25",
                "a replica is enforced: 3488 MiB and 25%", lim)
+        tap.ok(lim.get("yield") == "gate" and lim.get("guard_us") == "300",
+               "by default a best-effort slice gates, with the guard at 300 us", lim)
         c = r.container_responses[0]
         tap.ok([d.name for d in c.cdi_devices] == ["nvidia.com/gpu=SIM-GPU-0000"] and
                dict(c.envs).get("NVIDIA_VISIBLE_DEVICES") == "void",
@@ -451,8 +453,10 @@ def mps(tmp, dp, pr):
                mt.get("/run/gpuslice/mps") == (pipe, False) and mt.get("/dev/shm") == (shm, False),
                "MPS: the daemon's pipe directory and shm are mounted, CUDA_MPS_PIPE_DIRECTORY names it", (e, mt))
         tap.ok(lim.get("sharing") == "mps" and lim.get("mps_threads") == "60" and lim.get("yield") == "bound" and
-               lim.get("priority") == "best-effort",
-               "MPS best-effort limits: sharing mps, 60% threads, yield bound (auto)", lim)
+               lim.get("priority") == "best-effort" and lim.get("guard_us") == "0",
+               "MPS best-effort limits: sharing mps, 60% threads, yield bound (auto), no guard", lim)
+        tap.ok("guard" not in agent.tail(200), "the default guard goes unmentioned where it does nothing",
+               agent.tail())
         r2 = mem.allocate(["gpu0-mem-0002"])
         rt.allocate(["gpu0-rt-0"])
         lim2 = read_limits(mounts(r2)["/run/gpuslice/limits"][0])

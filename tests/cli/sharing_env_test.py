@@ -73,7 +73,30 @@ for flags, why in ((["--critical"], "a critical command"), (["--yield", "bound"]
     r = run(["--guard", "600"] + flags, SHOW)
     ok(r.returncode == 2 and "--guard is for a best-effort command with --yield gate" in r.stderr,
        f"--guard with {why} is refused", r.stderr)
-for bad, says in (("0", "must be above 0"), ("soon", "whole number"), ("100001", "outside 0..100000")):
+for d in os.listdir(root):
+    subprocess.run(["rm", "-rf", os.path.join(root, d)])
+r = run(["--compute", "50", "--keep-state"], ["true"])
+texts = [open(os.path.join(root, d, "limits")).read() for d in os.listdir(root)
+         if os.path.exists(os.path.join(root, d, "limits"))]
+ok(r.returncode == 0 and any("guard_us = 300" in t for t in texts) and "end 300 us before" in r.stderr,
+   "by default a best-effort command gets the guard at 300 us", (r.stderr, texts))
+for off in ("off", "0"):
+    for d in os.listdir(root):
+        subprocess.run(["rm", "-rf", os.path.join(root, d)])
+    r = run(["--compute", "50", "--guard", off, "--keep-state"], ["true"])
+    texts = [open(os.path.join(root, d, "limits")).read() for d in os.listdir(root)
+             if os.path.exists(os.path.join(root, d, "limits"))]
+    ok(r.returncode == 0 and texts and all("guard_us = 0" in t for t in texts) and "guard  :" not in r.stderr,
+       f"--guard {off}: no guard", (r.stderr, texts))
+for flags in (["--critical"], ["--sharing", "mps"], ["--yield", "bound"]):
+    for d in os.listdir(root):
+        subprocess.run(["rm", "-rf", os.path.join(root, d)])
+    r = run(flags + ["--keep-state"], ["true"])
+    texts = [open(os.path.join(root, d, "limits")).read() for d in os.listdir(root)
+             if os.path.exists(os.path.join(root, d, "limits"))]
+    ok(r.returncode == 0 and texts and all("guard_us = 0" in t for t in texts),
+       f"{' '.join(flags)}: no guard by default", (r.stderr, texts))
+for bad, says in (("soon", "whole number"), ("100001", "outside 0..100000")):
     r = run(["--guard", bad], SHOW)
     ok(r.returncode == 2 and "--guard" in r.stderr and says in r.stderr, f"--guard {bad} is refused clearly",
        r.stderr)
