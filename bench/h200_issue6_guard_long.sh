@@ -3,12 +3,14 @@
 # (gaps longer than the 5 ms linger were taken for pauses); it now learns gaps up to
 # 250 ms. Batch 8 at 6 and 10 ms think (A busy ~25 / 15 %): native, the gate, the
 # guard at 300 us; SM clock and power per phase. About 5 minutes; 2 files under OUTDIR.
-#   sh bench/h200_issue6_guard_long.sh OUTDIR
+# CONFIGS=... picks other variants (run 5: native,gs_guard1500, a margin that may leave
+# the power controller time to raise the clock before the request).
+#   [CONFIGS=a,b] sh bench/h200_issue6_guard_long.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
 make -s minimal >/dev/null || exit 1
-timeout 280 python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch 8 \
-    --thinks 6,10 --est-ms 2 --graph --lead 10 --pin 2-5/8-11 --smi --configs native,gs_gate,gs_guard300 \
+timeout ${LIMIT:-280} python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch 8 \
+    --thinks 6,10 --est-ms 2 --graph --lead 10 --pin 2-5/8-11 --smi --configs "${CONFIGS:-native,gs_gate,gs_guard300}" \
     --out "$OUT/phases-long-b8.json" > "$OUT/phases-long-b8.log" 2>&1
 grep -h "^#" "$OUT/phases-long-b8.log"
 python3 bench/phases_table.py "$OUT"/phases-long-b8.json
