@@ -65,16 +65,19 @@
 /* How often a gated best-effort tenant looks again while a critical one runs. */
 #define GS_CC_CRIT_POLL_NS (50ull * 1000)
 /* The guard (off unless gs_cc_self.guard_ns is set: the interposer sets it
- * from the slice's guard_us limit). A gated best-effort tenant learns the
- * critical tenant's gaps between requests (from its "finished" stamp to its
- * next launch, the shortest of the last GS_CC_GUARD_GAPS) and launches in a
- * gap only a kernel that should end guard_ns before the next request is due:
- * its kernels' recent duration plus guard_ns must fit. From then it holds its launches until the
- * request comes, or GS_CC_GUARD_HOLD_NS after it was due (a serving loop that
- * paused). If its kernels do not fit the gaps at all, it does not hold (it
- * would never launch). What a request then finds in front of it is, at best,
- * nothing: the ~one best-effort kernel that costs a graph-launched model
- * 1.18-1.30x at p99 on the H200 is gone, for B's time in each gap's tail. */
+ * from the slice's guard_us limit, 300 us by default). A gated best-effort
+ * tenant learns the critical tenant's gaps between requests (from its
+ * "finished" stamp to its next launch, the shortest of the last
+ * GS_CC_GUARD_GAPS) and launches in a gap only a kernel that should end
+ * guard_ns before the next request is due: its kernels' recent duration plus
+ * guard_ns must fit. From then it holds its launches until the request comes,
+ * or GS_CC_GUARD_HOLD_NS after it was due (a serving loop that paused). If its
+ * kernels do not fit the gaps at all, it does not hold (it would never
+ * launch). What a request then finds in front of it is, at best, nothing: the
+ * ~one best-effort kernel that cost a graph-launched model 1.25-1.55x at p99
+ * on the H200 is gone (1.10-1.22x at 3-10 ms gaps, session 6), for B's time
+ * in each gap's tail; the wider the margin, the more of the GPU's clock the
+ * request finds too (docs/compute.md, the power limit). */
 #define GS_CC_GUARD_GAPS 8
 /* The margin the session-5/6 measurement builds used (GS_CC_GUARD=1). */
 #ifndef GS_CC_GUARD_MARGIN_NS

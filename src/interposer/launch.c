@@ -127,8 +127,8 @@ void gs_cc_init(const char *state_dir)
                 (unsigned long long)gs_g.limits.guard_us);
     if (GS_CC_GUARD && gated && !cc.self.guard_ns)
         cc.self.guard_ns = GS_CC_GUARD_MARGIN_NS;
-    if (cc.self.guard_ns)
-        GS_LOGI("guard on: next to a latency-critical tenant, a kernel goes out in its gap only if "
+    if (cc.self.guard_ns) /* on by default: said at info when it first holds (guard_said) */
+        GS_LOGD("guard on: next to a latency-critical tenant, a kernel goes out in its gap only if "
                 "it should end %.0f us before its next request is due",
                 (double)cc.self.guard_ns / 1000.0);
     struct stat st;

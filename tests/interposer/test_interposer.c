@@ -661,7 +661,7 @@ static void test_guard_from_limits(void **st)
     assert_int_equal(gs_limits_load(be.p.limits, &l, &err), 0);
     l.guard_us = 600;
     assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
-    const char *out = run(&be, "GPUSLICE_LOG_LEVEL=info", args);
+    const char *out = run(&be, "GPUSLICE_LOG_LEVEL=debug", args);
     assert_int_equal(field(out, "launched "), 2);
     assert_non_null(strstr(out, "guard on: next to a latency-critical tenant"));
     assert_non_null(strstr(out, "should end 600 us before its next request is due"));
@@ -670,7 +670,7 @@ static void test_guard_from_limits(void **st)
     assert_int_equal(gs_limits_load(crit.p.limits, &l, &err), 0);
     l.guard_us = 600;
     assert_int_equal(gs_limits_write(crit.p.limits, &l, &err), 0);
-    out = run(&crit, "GPUSLICE_LOG_LEVEL=info", args);
+    out = run(&crit, "GPUSLICE_LOG_LEVEL=debug", args);
     assert_int_equal(field(out, "launched "), 2);
     assert_non_null(strstr(out, "guard_us = 600 ignored"));
     assert_null(strstr(out, "guard on:"));
