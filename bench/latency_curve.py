@@ -53,7 +53,7 @@ for ax, (title, paths) in zip(axes[0], groups):
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, loc="upper left")
-fig.text(0.01, 0.01, "labels: A busy with B (think times 0 / 1 / 3 / 8 ms); one line per variant",
+fig.text(0.01, 0.01, "labels: A busy with B; one line per variant, through A's think times",
          fontsize=6)
 fig.tight_layout()
 fig.savefig(out, metadata={"Date": None})
