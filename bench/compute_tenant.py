@@ -23,6 +23,9 @@ ap.add_argument("--start", type=float, required=True, help="wall-clock time to b
 ap.add_argument("--warm", type=float, default=1.0)
 ap.add_argument("--secs", type=float, default=6.0)
 ap.add_argument("--size", type=int, default=8192)
+ap.add_argument("--group", type=int, default=4,
+                help="hog with --schedule: matmuls launched between synchronisations (small kernels "
+                "with a large group: a framework that queues many before it waits)")
 ap.add_argument("--batch", type=int, default=8)
 ap.add_argument("--requests", type=int, default=1000)
 ap.add_argument("--think-ms", type=float, default=2.0)
@@ -79,14 +82,14 @@ if args.schedule and args.mode == "hog":
     for ph in phases():
         counted, t_from = 0, ph["t0"] + args.skip
         while True:
-            for _ in range(4):
+            for _ in range(args.group):
                 a @ b
             torch.cuda.synchronize()
             now = time.time()
             if now > ph["t1"]:
                 break
             if now >= t_from:
-                counted += 4
+                counted += args.group
         out["phases"].append({"tag": ph["tag"], "matmuls_per_s": counted / (ph["t1"] - t_from)})
     out["size"] = args.size
 elif args.schedule:

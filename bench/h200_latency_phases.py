@@ -56,6 +56,7 @@ ap.add_argument("--requests", type=int, default=1000, help="A's requests at leas
 ap.add_argument("--est-ms", type=float, default=5.5, help="A's expected latency, to size the phases")
 ap.add_argument("--configs", default="native,gs_gate,mps_t100,mps_t50,gs_mps_t100,gs_mps_t70,gs_mps_t50")
 ap.add_argument("--size", type=int, default=4096, help="B's matmul size")
+ap.add_argument("--b-group", type=int, default=4, help="B's matmuls between synchronisations")
 ap.add_argument("--pin", default="",
                 help="A's and B's CPUs, e.g. 2-5/8-11 (compute_tenant.py --cpus); A also runs "
                 "without garbage collection inside a phase")
@@ -198,6 +199,8 @@ def run_config(name):
     for mode, gs, sched, extra_env, pin in (("infer", a_gs, fa, {}, pins[0]), ("hog", b_gs, fb, b_env, pins[1])):
         cmd = [sys.executable, TENANT, mode, "--start", str(start), "--schedule", sched,
                "--batch", str(args.batch), "--size", str(args.size)]
+        if mode == "hog" and args.b_group != 4:
+            cmd += ["--group", str(args.b_group)]
         if pin:
             cmd += ["--cpus", pin] + (["--no-gc"] if mode == "infer" else [])
         if args.graph and mode == "infer":
@@ -250,7 +253,7 @@ def run_config(name):
 
 res = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "batch": args.batch, "pin": args.pin, "graph": args.graph, "thinks": args.thinks,
        "think_dist": args.think_dist,
-       "reps": args.reps, "size": args.size, "configs": {}}
+       "reps": args.reps, "size": args.size, "b_group": args.b_group, "configs": {}}
 
 
 def summarise():

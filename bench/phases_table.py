@@ -19,19 +19,24 @@ def key(r, t):
     return r["batch"], r.get("graph", False), r.get("think_dist", "fixed"), t
 
 
+def bkey(r):
+    """What B's native reference must share with a variant: its matmul size and group."""
+    return r.get("size"), r.get("b_group", 4)
+
+
 def cells(paths):
     """One dict per (file, variant, think time) with the ratios the table shows, and B's
     native solo rate they are against."""
     runs = [(p, json.load(open(p))) for p in paths]
     native_alone = {}  # (batch, graph, think distribution, think) -> (p99, file)
-    native_b = []
+    native_b = {}  # (B's matmul size, group) -> the native variants' best B-alone phases
     for path, r in runs:
         nat = r["configs"].get("native")
         if nat and "thinks" in nat:
-            native_b.append(max(nat["b_alone"]))
+            native_b.setdefault(bkey(r), []).append(max(nat["b_alone"]))
             for t, v in nat["thinks"].items():
                 native_alone.setdefault(key(r, t), (v["alone"]["p99"], path))
-    b_ref = statistics.median(native_b) if native_b else None
+    b_refs = {k: statistics.median(v) for k, v in native_b.items()}
     out = []
     for path, r in runs:
         for name, c in r["configs"].items():
@@ -48,7 +53,8 @@ def cells(paths):
                     "p99_own": v["with_b"]["p99"] / v["alone"]["p99"] if v["alone"]["p99"] else nan,
                     "p99_native": v["with_b"]["p99"] / ref if ref else nan, "native_elsewhere": src != path,
                     "p50_own": v["with_b"]["p50"] / v["alone"]["p50"] if v["alone"].get("p50") else nan,
-                    "b_fraction": v["b_rate"] / b_ref if b_ref else nan})
+                    "b_fraction": v["b_rate"] / b_refs[bkey(r)] if bkey(r) in b_refs else nan})
+    b_ref = next(iter(b_refs.values())) if len(b_refs) == 1 else None
     return out, b_ref, any(r.get("graph") for _, r in runs)
 
 
@@ -68,6 +74,21 @@ if __name__ == "__main__":
     if graph:
         print("\nA replays the model as a CUDA graph in the files that say so (`graph`); their native "
               "reference is a native variant that did too.")
+    b_alone = [(r, n, c["b_alone"]) for r in (json.load(open(p)) for p in sys.argv[1:])
+               for n, c in r["configs"].items() if c.get("b_alone")]
+    nat_b = {}
+    for r, n, v in b_alone:
+        if n == "native":
+            nat_b[(r.get("size"), r.get("b_group", 4))] = max(v)
+    if any(n != "native" for _, n, _ in b_alone) and nat_b:
+        print("\nB alone (A's process idle beside it; best B-alone phase), against native B alone "
+              "with the same matmul size and group:\n")
+        print("| B matmul size | group | variant | B alone, matmuls/s | / native |")
+        print("|---|---|---|---|---|")
+        for r, n, v in b_alone:
+            ref = nat_b.get((r.get("size"), r.get("b_group", 4)))
+            print(f"| {r.get('size')} | {r.get('b_group', 4)} | {n} | {max(v):.0f} | "
+                  + (f"{max(v) / ref:.2f} |" if ref else "– |"))
     clocks = [(r, n, c["smi"]) for r in (json.load(open(p)) for p in sys.argv[1:])
               for n, c in r["configs"].items() if isinstance(c.get("smi"), dict) and "error" not in c["smi"]]
     if clocks:
@@ -84,4 +105,5 @@ if __name__ == "__main__":
                       f"| {b.get('sm_mhz', 0):.0f} | {a.get('power_w', 0):.0f} | {ab.get('power_w', 0):.0f} "
                       f"| {b.get('power_w', 0):.0f} |")
     print(f"\nB's native solo throughput (median of the native variants' best B-alone phase): "
-          f"{b_ref:.0f} matmuls/s" if b_ref else "")
+          f"{b_ref:.0f} matmuls/s" if b_ref else "\nB's native solo throughput differs with its matmul size "
+          "and group: each row's B is against the native B alone of its own (table above).")

@@ -50,6 +50,15 @@
 #ifndef GS_CC_TRIM_SPIN_NS
 #define GS_CC_TRIM_SPIN_NS (500ull * 1000)
 #endif
+/* Whether a wait with one kernel allowed in the queue (next to a critical
+ * tenant idle for longer than the linger) spins too. Off: such a wait polls
+ * with sleeps (~70 us each with the timer slack), which one queued 0.21 ms
+ * GEMM covers, but kernels shorter than a poll would leave the GPU idle
+ * between them. A measurement build (bench/h200_issue6_small_kernels.sh) sets
+ * it; not yet measured. */
+#ifndef GS_CC_TRIM_SPIN_ANY
+#define GS_CC_TRIM_SPIN_ANY 0
+#endif
 /* The guard (compute.h) is the slice's guard_us; GS_CC_GUARD=1 builds it on,
  * at GS_CC_GUARD_MARGIN_NS, where the limits leave it off (the session-5/6
  * measurement builds, bench/h200_issue6_guard.sh and _clock.sh). */
@@ -265,7 +274,7 @@ static void ring_trim(int max, int crit)
         if (gs_g.real.cuEventQuery && gs_g.real.cuEventQuery(e) == CUDA_ERROR_NOT_READY) {
             uint64_t now = mono_ns();
             waited = 1;
-            if (crit && max == 0 && GS_CC_TRIM_SPIN_NS > 0) {
+            if (crit && (max == 0 || GS_CC_TRIM_SPIN_ANY) && GS_CC_TRIM_SPIN_NS > 0) {
                 if (!spin_until)
                     spin_until = now + GS_CC_TRIM_SPIN_NS;
                 if (now < spin_until) {

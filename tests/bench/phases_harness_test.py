@@ -75,7 +75,8 @@ def check(d):
     cmd = [sys.executable, os.path.join(SRC, "bench", "h200_latency_phases.py"),
            "--gpuslice", wrapper, "--configs", "native,gs_guard600",
            "--thinks", "0,3", "--think-dist", "exp", "--requests", "10", "--reps", "1",
-           "--lead", "0.5", "--graph", "--memory", "1Gi", "--smi", "--out", out]
+           "--lead", "0.5", "--graph", "--memory", "1Gi", "--smi", "--size", "1024", "--b-group", "64",
+           "--out", out]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     if not t.ok(p.returncode == 0, "the harness runs with a stand-in tenant", p.stderr[-2000:]):
         return t.done()
@@ -104,6 +105,8 @@ def check(d):
     t.ok(all("--think-dist" in a and a[a.index("--think-dist") + 1] == "exp" and "--graph" in a
              for a in infer), "A gets the think distribution and --graph", infer)
     t.ok(all("--think-dist" not in a and "--graph" not in a for a in hog), "B gets neither", hog)
+    t.ok(all(a[a.index("--group") + 1] == "64" and a[a.index("--size") + 1] == "1024" for a in hog if "--group" in a)
+         and len([a for a in hog if "--group" in a]) == 2, "B gets its matmul size and group", hog)
     tab = subprocess.run([sys.executable, os.path.join(SRC, "bench", "phases_table.py"), out],
                          capture_output=True, text=True, timeout=60)
     first, _, clocks = tab.stdout.partition("SM clock")
@@ -115,6 +118,9 @@ def check(d):
     t.ok(all(c[2] in ("~0", "~3") and c[6] == "1.50" and c[7] == "1.50" and c[8] == "1.20"
              and c[9] == "0.60" for c in cells), "its ratios, and think times marked as random", tab.stdout)
     t.ok("exponential" in tab.stdout, "the table says what ~ means", tab.stdout)
+    balone = [x for x in tab.stdout.splitlines() if x.startswith("| 1024 | 64 |")]
+    t.ok(len(balone) == 2 and all(x.endswith("| 1000 | 1.00 |") for x in balone),
+         "the table gives B alone per variant against native, by size and group", tab.stdout)
     return t.done()
 
 
