@@ -1,5 +1,7 @@
 #include "interposer/compute.h"
 
+#include <string.h>
+
 int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now)
 {
     if (!t->critical || !t->alive || t->crit_launch_ns == 0)
@@ -76,12 +78,28 @@ uint64_t gs_cc_guard_gap(const struct gs_cc_self *me)
     return gap;
 }
 
+int gs_cc_guard_rhythm(const struct gs_cc_self *me)
+{
+    unsigned k = me->ngaps < GS_CC_GUARD_GAPS ? me->ngaps : GS_CC_GUARD_GAPS;
+    if (k == 0)
+        return 0;
+    uint64_t g[GS_CC_GUARD_GAPS];
+    memcpy(g, me->gaps, k * sizeof g[0]);
+    for (unsigned i = 1; i < k; i++) /* insertion sort: at most 8 */
+        for (unsigned j = i; j > 0 && g[j - 1] > g[j]; j--) {
+            uint64_t x = g[j];
+            g[j] = g[j - 1];
+            g[j - 1] = x;
+        }
+    return g[0] * GS_CC_GUARD_RHYTHM_DIV >= g[k / 2];
+}
+
 /* The guard's hold at now, with the critical tenants idle since crit_idle_seen
  * (0: none): the time to ask again. */
 static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t now)
 {
-    if (me->ngaps < GS_CC_GUARD_GAPS / 2)
-        return 0;
+    if (me->ngaps < GS_CC_GUARD_GAPS / 2 || !gs_cc_guard_rhythm(me))
+        return 0; /* too few gaps seen, or no rhythm in them to keep B's kernels out of */
     uint64_t gap = gs_cc_guard_gap(me);
     uint64_t need = me->kernel_ns + me->guard_ns;
     if (need >= gap)

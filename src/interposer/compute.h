@@ -86,6 +86,11 @@
 #define GS_CC_GUARD_HOLD_NS (1000ull * 1000)
 /* The longest gap it learns: a 4 fps camera's. */
 #define GS_CC_GUARD_GAP_MAX_NS (250ull * 1000 * 1000)
+/* A rhythm: the shortest learnt gap is at least the median's 1/DIV. Requests
+ * at random have none (8 exponential gaps: the shortest is ~1/6 of the
+ * median), and the shortest gap then holds B where no request comes: on the
+ * H200 the guard neither helped nor harmed them, and cost B 1-6 points. */
+#define GS_CC_GUARD_RHYTHM_DIV 2
 
 struct gs_cc_tenant {
     uint64_t key;       /* stable order key (hash of the slice id); ties broken by index */
@@ -165,6 +170,8 @@ uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t 
 
 /* The guard: the critical tenants' shortest gap it has seen (UINT64_MAX: none). */
 uint64_t gs_cc_guard_gap(const struct gs_cc_self *me);
+/* 1: the gaps it has learnt have a rhythm (GS_CC_GUARD_RHYTHM_DIV). */
+int gs_cc_guard_rhythm(const struct gs_cc_self *me);
 
 /* Our kernels' duration for the guard, from the last estimate and a new
  * sample: rises at once to a longer sample, decays by an eighth of the

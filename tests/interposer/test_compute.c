@@ -36,6 +36,9 @@ struct sim_tenant {
     uint64_t dies_at; /* 0 = never */
     /* critical tenants: one request = req_kernels kernels, then a sync */
     uint64_t req_every, next_req, req_start;
+    uint64_t req_random; /* !0: think times drawn at random (exponential, mean req_every) after
+                            each request's end, this the seed; 0: a request every req_every */
+    int thinking;        /* req_random: the current think time is drawn */
     int req_kernels, req_left;
     uint64_t lat[4096];
     int nlat;
@@ -53,13 +56,32 @@ struct sim {
     uint64_t now, split;
 };
 
+/* Exponential with mean `mean`, from 32 of its quantiles (per mille of the
+ * mean) picked by an xorshift generator: requests at random, reproducibly. */
+static uint64_t exp_gap(uint64_t *seed, uint64_t mean)
+{
+    static const unsigned q[32] = {16,   48,   81,   116,  152,  189,  227,  267,  309,  352,  398,
+                                   445,  495,  548,  604,  662,  725,  792,  863,  940,  1023, 1114,
+                                   1214, 1326, 1451, 1594, 1761, 1962, 2213, 2549, 3060, 4159};
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    return mean * q[*seed % 32] / 1000;
+}
+
 static int wants(struct sim_tenant *x, uint64_t now)
 {
     if (x->pub.critical) {
+        if (x->req_left == 0 && x->queued == 0 && x->req_random && !x->thinking) {
+            x->next_req = now + exp_gap(&x->req_random, x->req_every); /* the last one ended */
+            x->thinking = 1;
+        }
         if (x->req_left == 0 && x->queued == 0 && now >= x->next_req && x->req_every) {
             x->req_left = x->req_kernels;
             x->req_start = now;
-            x->next_req += x->req_every;
+            x->thinking = 0;
+            if (!x->req_random)
+                x->next_req += x->req_every;
         }
         return x->req_left > 0;
     }
@@ -468,16 +490,21 @@ struct guard_result {
     uint64_t crit_busy_launches;
 };
 
-static void guard_run_every(uint64_t every, uint64_t margin_ns, uint64_t be_kernel_ns,
-                            struct guard_result *r)
+/* A critical tenant with a request every `every` (seed 0), or thinking for
+ * an exponential time of mean `every` after each request (the H200's
+ * `--think-dist exp`; seed: the draw's), alone and next to B. */
+static void guard_run_every(uint64_t every, uint64_t seed, uint64_t margin_ns,
+                            uint64_t be_kernel_ns, struct guard_result *r)
 {
     struct sim alone = {.split = 0};
     struct sim_tenant *ca = add_critical(&alone);
     ca->req_every = every;
+    ca->req_random = seed;
     run(&alone, 4 * SEC);
     struct sim s = {.split = 0};
     struct sim_tenant *c = add_critical(&s);
     c->req_every = every;
+    c->req_random = seed;
     struct sim_tenant *b = add(&s, "best-effort", 50, 0);
     b->kernel_ns = be_kernel_ns;
     b->max_inflight = 1;
@@ -488,15 +515,22 @@ static void guard_run_every(uint64_t every, uint64_t margin_ns, uint64_t be_kern
     r->p99 = p99(c);
     r->be_gpu_ns = b->gpu_ns[1];
     r->crit_busy_launches = b->launches_while_crit_busy;
-    print_message("guard %.2f ms, BE kernels %.2f ms: critical p99 alone %.3f ms, with BE %.3f "
-                  "ms; BE %.1f%%\n",
-                  (double)margin_ns / MS, (double)be_kernel_ns / MS, (double)r->p99_alone / MS,
-                  (double)r->p99 / MS, 100.0 * (double)r->be_gpu_ns / (double)(4 * SEC));
+    print_message("%s, guard %.2f ms, BE kernels %.2f ms: critical p99 alone %.3f ms, with BE "
+                  "%.3f ms; BE %.1f%%\n",
+                  seed ? "random requests" : "a rhythm", (double)margin_ns / MS,
+                  (double)be_kernel_ns / MS, (double)r->p99_alone / MS, (double)r->p99 / MS,
+                  100.0 * (double)r->be_gpu_ns / (double)(4 * SEC));
 }
 
 static void guard_run(uint64_t margin_ns, uint64_t be_kernel_ns, struct guard_result *r)
 {
-    guard_run_every(4 * MS, margin_ns, be_kernel_ns, r);
+    guard_run_every(4 * MS, 0, margin_ns, be_kernel_ns, r);
+}
+
+/* Requests at random: 2 ms requests, exponential think times of mean 2 ms. */
+static void guard_run_random(uint64_t margin_ns, struct guard_result *r)
+{
+    guard_run_every(2 * MS, 0x9e3779b97f4a7c15ull, margin_ns, 300 * US, r);
 }
 
 static void test_guard_keeps_requests_clear(void **st)
@@ -535,11 +569,47 @@ static void test_guard_long_gaps(void **st)
 {
     (void)st;
     struct guard_result off, on;
-    guard_run_every(10 * MS, 0, 300 * US, &off);
-    guard_run_every(10 * MS, 60 * US, 300 * US, &on);
+    guard_run_every(10 * MS, 0, 0, 300 * US, &off);
+    guard_run_every(10 * MS, 0, 60 * US, 300 * US, &on);
     assert_true(off.p99 >= off.p99_alone + 100 * US);
     assert_true(on.p99 <= on.p99_alone + 2 * DT);
     assert_true(on.be_gpu_ns > off.be_gpu_ns * 3 / 4); /* most of each 8 ms gap */
+}
+
+/* Requests at random: on the H200 the guard neither helped nor harmed the
+ * critical tenant, and cost B 1-6 points; it now sees no rhythm and stands
+ * down (before: B 48.2 -> 46.2 % here, p99 2.29 ms either way). */
+static void test_guard_random_requests(void **st)
+{
+    (void)st;
+    struct guard_result off, on;
+    guard_run_random(0, &off);
+    guard_run_random(300 * US, &on);
+    assert_int_equal(off.crit_busy_launches, 0);
+    assert_int_equal(on.crit_busy_launches, 0);
+    assert_true(off.be_gpu_ns > 0);
+    assert_true(on.be_gpu_ns >= off.be_gpu_ns - off.be_gpu_ns / 200); /* within 0.5 % */
+    assert_true(on.p99 <= off.p99 + 2 * DT);
+}
+
+/* What a rhythm is: the shortest of the learnt gaps at least half their median. */
+static void test_guard_rhythm(void **st)
+{
+    (void)st;
+    struct gs_cc_self me = {0};
+    assert_false(gs_cc_guard_rhythm(&me)); /* nothing learnt */
+    const uint64_t steady[8] = {2000, 1950, 2050, 2000, 1900, 2100, 2000, 1980};
+    memcpy(me.gaps, steady, sizeof steady);
+    me.ngaps = 8;
+    assert_true(gs_cc_guard_rhythm(&me));
+    me.gaps[3] = 900; /* one short gap: a request early */
+    assert_false(gs_cc_guard_rhythm(&me));
+    const uint64_t random[8] = {150, 2900, 700, 4100, 1300, 90, 2200, 1800};
+    memcpy(me.gaps, random, sizeof random);
+    assert_false(gs_cc_guard_rhythm(&me));
+    me.ngaps = 20; /* the ring has wrapped: still the last 8 */
+    memcpy(me.gaps, steady, sizeof steady);
+    assert_true(gs_cc_guard_rhythm(&me));
 }
 
 /* A wider margin ends the best-effort tenant's work earlier in each gap (on
@@ -703,6 +773,8 @@ int main(void)
         cmocka_unit_test(test_guard_never_starves),
         cmocka_unit_test(test_guard_margin),
         cmocka_unit_test(test_guard_long_gaps),
+        cmocka_unit_test(test_guard_random_requests),
+        cmocka_unit_test(test_guard_rhythm),
         cmocka_unit_test(test_guard_lets_go_when_requests_stop),
         cmocka_unit_test(test_guard_kernel_estimate),
         cmocka_unit_test(test_dead_tenants_do_not_block),
