@@ -78,9 +78,11 @@ uint64_t gs_cc_guard_gap(const struct gs_cc_self *me)
     return gap;
 }
 
-int gs_cc_guard_rhythm(const struct gs_cc_self *me)
+int gs_cc_guard_rhythm(const struct gs_cc_self *me, uint64_t *median)
 {
     unsigned k = me->ngaps < GS_CC_GUARD_GAPS ? me->ngaps : GS_CC_GUARD_GAPS;
+    if (median)
+        *median = 0;
     if (k == 0)
         return 0;
     uint64_t g[GS_CC_GUARD_GAPS];
@@ -91,6 +93,8 @@ int gs_cc_guard_rhythm(const struct gs_cc_self *me)
             g[j] = g[j - 1];
             g[j - 1] = x;
         }
+    if (median)
+        *median = g[k / 2];
     return g[0] * GS_CC_GUARD_RHYTHM_DIV >= g[k / 2];
 }
 
@@ -98,7 +102,7 @@ int gs_cc_guard_rhythm(const struct gs_cc_self *me)
  * (0: none): the time to ask again. */
 static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t now)
 {
-    if (me->ngaps < GS_CC_GUARD_GAPS / 2 || !gs_cc_guard_rhythm(me))
+    if (me->ngaps < GS_CC_GUARD_GAPS / 2 || !gs_cc_guard_rhythm(me, NULL))
         return 0; /* too few gaps seen, or no rhythm in them to keep B's kernels out of */
     uint64_t gap = gs_cc_guard_gap(me);
     uint64_t need = me->kernel_ns + me->guard_ns;

@@ -170,8 +170,9 @@ uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t 
 
 /* The guard: the critical tenants' shortest gap it has seen (UINT64_MAX: none). */
 uint64_t gs_cc_guard_gap(const struct gs_cc_self *me);
-/* 1: the gaps it has learnt have a rhythm (GS_CC_GUARD_RHYTHM_DIV). */
-int gs_cc_guard_rhythm(const struct gs_cc_self *me);
+/* 1: the gaps it has learnt have a rhythm (GS_CC_GUARD_RHYTHM_DIV); their
+ * median (the upper one of an even count) to *median when not NULL, 0: none. */
+int gs_cc_guard_rhythm(const struct gs_cc_self *me, uint64_t *median);
 
 /* Our kernels' duration for the guard, from the last estimate and a new
  * sample: rises at once to a longer sample, decays by an eighth of the

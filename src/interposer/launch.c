@@ -351,6 +351,24 @@ static void guard_said(uint64_t now, uint64_t until)
     next_say = now + GUARD_SAY_NS;
 }
 
+/* ... and when it stands down for want of a rhythm in the critical tenant's
+ * requests (at random, or one came early): looked at once a second, said at
+ * most once per GUARD_SAY_NS. */
+static void guard_no_rhythm_said(uint64_t now)
+{
+    static uint64_t next_look;
+    uint64_t median;
+    if (now < next_look || cc.self.ngaps < GS_CC_GUARD_GAPS / 2)
+        return;
+    next_look = now + 1000000000ull;
+    if (gs_cc_guard_rhythm(&cc.self, &median))
+        return;
+    GS_LOGI("guard: not holding: the critical tenant's requests have no rhythm (its shortest gap "
+            "%.3f ms, median %.3f ms, of the last %d)",
+            (double)gs_cc_guard_gap(&cc.self) / 1e6, (double)median / 1e6, GS_CC_GUARD_GAPS);
+    next_look = now + GUARD_SAY_NS;
+}
+
 static void cc_slow(CUstream s)
 {
     pthread_mutex_lock(&cc.lock);
@@ -371,6 +389,8 @@ static void cc_slow(CUstream s)
             atomic_store_explicit(&cc.shrink_now, cc.self.critical_recent, memory_order_relaxed);
         atomic_store_explicit(&me->window_busy, cc.self.in_window || a == GS_CC_DRAIN,
                               memory_order_relaxed);
+        if (cc.self.guard_ns && cc.any_critical)
+            guard_no_rhythm_said(now);
         if (a == GS_CC_LAUNCH) {
             if (cc.self.in_window && cc.self.used_from == now)
                 GS_LOGD("compute window entered at %.3f ms, %.2f ms after its start (hand-over); "
