@@ -30,7 +30,7 @@ enum gs_exec_sharing { GS_SHARING_TIMESLICE = 0, GS_SHARING_MPS = 1 };
  * default of best-effort slices that gate (gpuslice run, the agent): measured
  * on the H200 (docs/compute.md, session 6) it took a graph-launched model's
  * p99 from 1.25-1.55x to 1.10-1.22x of its own alone at 3-10 ms between
- * requests, for 2-7 points of the best-effort tenant's throughput. A limits
+ * requests, for 2-8 points of the best-effort tenant's throughput. A limits
  * file without the key means off (files written before session 6). */
 #define GS_GUARD_MAX_US 100000
 #define GS_GUARD_DEFAULT_US 300
