@@ -1,23 +1,24 @@
 #!/bin/sh
 # Issue 6 (prepared in session 6, not yet run): a best-effort tenant of small kernels next
 # to an idle critical one. There every launch records an event and the queue holds one
-# kernel behind the running one; a full queue waits in sleeps of ~70 us (20 us polls plus
-# timer slack), which a 0.21 ms GEMM covers, but kernels shorter than that may leave the
-# GPU idle between them. B's "alone" phases (A's process idle beside it) against native B
-# alone, for GEMMs of 4096 (group 4, as before), 1024 and 512 (64 launched between syncs);
-# @spinany spins (sched_yield, up to 0.5 ms) in that wait instead (GS_CC_TRIM_SPIN_ANY=1).
+# kernel behind the running one. Until session 6 a full queue waited in sleeps of ~70 us
+# (20 us polls plus timer slack), which a 0.21 ms GEMM covers, but kernels shorter than
+# that left the fake driver's device 18 % busy (bench/fake_small_kernels.py); since then
+# it spins for up to 50 us first (GS_CC_TRIM_SPIN_QUEUED_NS). B's "alone" phases (A's
+# process idle beside it) against native B alone, for GEMMs of 4096 (group 4, as before),
+# 1024 and 512 (64 launched between syncs); @nospin is the rule before (spin 0).
 # The A-with-B phases give A's p99 next to small kernels too. About 4 minutes; 6 files.
 #   sh bench/h200_issue6_small_kernels.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
 make -s minimal >/dev/null || exit 1
-make -s MINIMAL=1 BUILD=build-spinany CFLAGS=-DGS_CC_TRIM_SPIN_ANY=1 build-spinany/libgpuslice.so || exit 1
+make -s MINIMAL=1 BUILD=build-nospin CFLAGS=-DGS_CC_TRIM_SPIN_QUEUED_NS=0 build-nospin/libgpuslice.so || exit 1
 for RUN in 4096:4 1024:64 512:64; do
     SIZE=${RUN%%:*} GROUP=${RUN#*:}
     timeout 100 python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch 8 \
         --thinks 3 --reps 1 --requests 300 --est-ms 2 --graph --lead 10 --pin 2-5/8-11 \
-        --size "$SIZE" --b-group "$GROUP" --configs native,gs_guard300,gs_guard300@spinany \
-        --b-lib spinany=build-spinany/libgpuslice.so \
+        --size "$SIZE" --b-group "$GROUP" --configs native,gs_guard300,gs_guard300@nospin \
+        --b-lib nospin=build-nospin/libgpuslice.so \
         --out "$OUT/phases-small-$SIZE.json" > "$OUT/phases-small-$SIZE.log" 2>&1
     grep -h "^#" "$OUT/phases-small-$SIZE.log"
 done

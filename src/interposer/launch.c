@@ -50,14 +50,16 @@
 #ifndef GS_CC_TRIM_SPIN_NS
 #define GS_CC_TRIM_SPIN_NS (500ull * 1000)
 #endif
-/* Whether a wait with one kernel allowed in the queue (next to a critical
- * tenant idle for longer than the linger) spins too. Off: such a wait polls
- * with sleeps (~70 us each with the timer slack), which one queued 0.21 ms
- * GEMM covers, but kernels shorter than a poll would leave the GPU idle
- * between them. A measurement build (bench/h200_issue6_small_kernels.sh) sets
- * it; not yet measured. */
-#ifndef GS_CC_TRIM_SPIN_ANY
-#define GS_CC_TRIM_SPIN_ANY 0
+/* A wait with kernels allowed in the queue (next to a critical tenant idle
+ * for longer than the linger: one queued) spins for this long before it polls
+ * with sleeps. Kernels shorter than a poll (~70 us with the timer slack) would
+ * otherwise leave the GPU idle between them: on the fake driver, 10 us kernels
+ * ran at 18 % of the device without it and ~90 % with it
+ * (bench/fake_small_kernels.sh); a 0.21 ms GEMM's queued successor covers the
+ * poll, so long kernels cost at most this much spinning per launch.
+ * bench/h200_issue6_small_kernels.sh measures it on the H200 against 0. */
+#ifndef GS_CC_TRIM_SPIN_QUEUED_NS
+#define GS_CC_TRIM_SPIN_QUEUED_NS (50ull * 1000)
 #endif
 /* The guard (compute.h) is the slice's guard_us; GS_CC_GUARD=1 builds it on,
  * at GS_CC_GUARD_MARGIN_NS, where the limits leave it off (the session-5/6
@@ -264,7 +266,8 @@ static void kernel_time_seen(uint64_t d)
 }
 
 /* Waits for the oldest recorded event while the ring holds more than max;
- * next to a critical tenant (crit) with nothing to be queued, spinning first. */
+ * next to a critical tenant (crit), spinning first: GS_CC_TRIM_SPIN_NS with
+ * nothing to be queued, GS_CC_TRIM_SPIN_QUEUED_NS with some. */
 static void ring_trim(int max, int crit)
 {
     uint64_t spin_until = 0;
@@ -274,9 +277,10 @@ static void ring_trim(int max, int crit)
         if (gs_g.real.cuEventQuery && gs_g.real.cuEventQuery(e) == CUDA_ERROR_NOT_READY) {
             uint64_t now = mono_ns();
             waited = 1;
-            if (crit && (max == 0 || GS_CC_TRIM_SPIN_ANY) && GS_CC_TRIM_SPIN_NS > 0) {
+            uint64_t spin = !crit ? 0 : max == 0 ? GS_CC_TRIM_SPIN_NS : GS_CC_TRIM_SPIN_QUEUED_NS;
+            if (spin > 0) {
                 if (!spin_until)
-                    spin_until = now + GS_CC_TRIM_SPIN_NS;
+                    spin_until = now + spin;
                 if (now < spin_until) {
                     sched_yield();
                     continue;
