@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 6 (prepared in session 5, not yet run): the guard. Gate as it is now (nothing queued
+# Issue 6 (prepared in session 5, run in session 6 as run 1): the guard. Gate as it is now (nothing queued
 # next to a busy or recent critical tenant, spin) against the same with the guard built in
 # (GS_CC_GUARD=1: B launches in A's gap only kernels that should end before A's next
 # request is due, learnt from A's last gaps), with the graph-launched critical model, and
