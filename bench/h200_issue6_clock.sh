@@ -14,14 +14,12 @@ make -s MINIMAL=1 BUILD=build-guard CFLAGS=-DGS_CC_GUARD=1 build-guard/libgpusli
 make -s MINIMAL=1 BUILD=build-guardwide CFLAGS="-DGS_CC_GUARD=1 -DGS_CC_GUARD_MARGIN_NS=600000ull" \
     build-guardwide/libgpuslice.so || exit 1
 for RUN in b8:1,3,6:native,gs_gate,gs_gate@guard,gs_gate@guardwide:260 b1:3:native,gs_gate@guard,gs_gate@guardwide:130; do
-    NAME=${RUN%%:*} REST=${RUN#*:}
+    RN=${RUN%%:*} REST=${RUN#*:}
     T=${REST%%:*} REST=${REST#*:}
     C=${REST%%:*} S=${REST#*:}
-    B=8; [ "$NAME" = b1 ] && B=1
-    timeout "$S" python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch $B \
-        --thinks "$T" --est-ms 2 --graph --lead 10 --pin 2-5/8-11 --smi --configs "$C" \
-        --b-lib guard=build-guard/libgpuslice.so --b-lib guardwide=build-guardwide/libgpuslice.so \
-        --out "$OUT/phases-clock-$NAME.json" > "$OUT/phases-clock-$NAME.log" 2>&1
-    grep -h "^#" "$OUT/phases-clock-$NAME.log"
+    B=8; [ "$RN" = b1 ] && B=1
+    BATCH=$B THINKS=$T CONFIGS=$C LIMIT=$S TABLE=0 NAME=phases-clock-$RN \
+        EXTRA="--b-lib guard=build-guard/libgpuslice.so --b-lib guardwide=build-guardwide/libgpuslice.so" \
+        sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-clock-*.json

@@ -17,10 +17,8 @@ make -s MINIMAL=1 BUILD=build-nospin CFLAGS=-DGS_CC_TRIM_SPIN_NS=0 build-nospin/
 for B in 8 1; do
     V=native,gs_gate,gs_gate@q1,gs_gate@nospin,gs_mps_t50,gs_mps_t50@nospin,gs_mps_gate T=0,1,3 S=285
     [ $B = 1 ] && V=native,gs_gate,gs_gate@q1,gs_mps_t50,gs_mps_gate T=0,3 S=240
-    timeout $S python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch $B \
-        --thinks $T --est-ms 2 --graph --lead 10 --pin 2-5/8-11 --configs $V \
-        --b-lib q1=build-q1/libgpuslice.so --b-lib nospin=build-nospin/libgpuslice.so \
-        --out "$OUT/phases-depth-b$B.json" > "$OUT/phases-depth-b$B.log" 2>&1
-    grep -h "^#" "$OUT/phases-depth-b$B.log"
+    BATCH=$B THINKS=$T CONFIGS=$V LIMIT=$S SMI=0 TABLE=0 NAME=phases-depth-b$B \
+        EXTRA="--b-lib q1=build-q1/libgpuslice.so --b-lib nospin=build-nospin/libgpuslice.so" \
+        sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-depth-b8.json "$OUT"/phases-depth-b1.json

@@ -16,10 +16,8 @@ for B in 8 1; do
     # against B alone under MPS: the queue kept next to an idle critical tenant) instead of q0
     V=native,gs_gate,gs_gate@q0,gs_mps_t50,gs_mps_shrink,gs_mps_shrink@nolinger T=0,1,3
     [ $B = 1 ] && V=native,gs_gate,gs_mps_t50,mps_t50,gs_mps_shrink,gs_mps_shrink@nolinger T=0,3
-    timeout 290 python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch $B \
-        --thinks $T --est-ms 2 --graph --lead 10 --pin 2-5/8-11 --configs $V \
-        --b-lib nolinger=build-nolinger/libgpuslice.so --b-lib q0=build-q0/libgpuslice.so \
-        --out "$OUT/phases-graph-b$B.json" > "$OUT/phases-graph-b$B.log" 2>&1
-    grep -h "^#" "$OUT/phases-graph-b$B.log"
+    BATCH=$B THINKS=$T CONFIGS=$V LIMIT=290 SMI=0 TABLE=0 NAME=phases-graph-b$B \
+        EXTRA="--b-lib nolinger=build-nolinger/libgpuslice.so --b-lib q0=build-q0/libgpuslice.so" \
+        sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-graph-b8.json "$OUT"/phases-graph-b1.json

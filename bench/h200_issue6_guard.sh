@@ -21,14 +21,12 @@ for P in alone critical-peer; do
         grep -E '"(launch_delta_us|launch_real_us|launch_hooked_us|critical_peer)"'
 done
 for RUN in b8:0,1,3:fixed:170 b8exp:1,3:exp:130 b1:0,3:fixed:150; do
-    NAME=${RUN%%:*} REST=${RUN#*:}
+    RN=${RUN%%:*} REST=${RUN#*:}
     T=${REST%%:*} REST=${REST#*:}
     D=${REST%%:*} S=${REST#*:}
-    B=8; [ "$NAME" = b1 ] && B=1
-    timeout "$S" python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch $B \
-        --thinks "$T" --think-dist "$D" --est-ms 2 --graph --lead 10 --pin 2-5/8-11 \
-        --configs native,gs_gate,gs_gate@guard --b-lib guard=build-guard/libgpuslice.so \
-        --out "$OUT/phases-guard-$NAME.json" > "$OUT/phases-guard-$NAME.log" 2>&1
-    grep -h "^#" "$OUT/phases-guard-$NAME.log"
+    B=8; [ "$RN" = b1 ] && B=1
+    BATCH=$B THINKS=$T DIST=$D LIMIT=$S SMI=0 TABLE=0 NAME=phases-guard-$RN \
+        CONFIGS=native,gs_gate,gs_gate@guard EXTRA="--b-lib guard=build-guard/libgpuslice.so" \
+        sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-guard-*.json

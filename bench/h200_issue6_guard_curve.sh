@@ -9,13 +9,11 @@ OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
 make -s minimal >/dev/null || exit 1
 for RUN in b8:1,3,6:native,gs_gate,gs_guard60,gs_guard300,gs_guard1000:320 b1:3:native,gs_guard300,gs_guard1000:130; do
-    NAME=${RUN%%:*} REST=${RUN#*:}
+    RN=${RUN%%:*} REST=${RUN#*:}
     T=${REST%%:*} REST=${REST#*:}
     C=${REST%%:*} S=${REST#*:}
-    B=8; [ "$NAME" = b1 ] && B=1
-    timeout "$S" python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch $B \
-        --thinks "$T" --est-ms 2 --graph --lead 10 --pin 2-5/8-11 --smi --configs "$C" \
-        --out "$OUT/phases-curve-$NAME.json" > "$OUT/phases-curve-$NAME.log" 2>&1
-    grep -h "^#" "$OUT/phases-curve-$NAME.log"
+    B=8; [ "$RN" = b1 ] && B=1
+    BATCH=$B THINKS=$T CONFIGS=$C LIMIT=$S TABLE=0 NAME=phases-curve-$RN \
+        sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-curve-*.json

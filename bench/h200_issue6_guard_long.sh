@@ -8,9 +8,5 @@
 #   [CONFIGS=a,b] sh bench/h200_issue6_guard_long.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
-make -s minimal >/dev/null || exit 1
-timeout ${LIMIT:-280} python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch 8 \
-    --thinks 6,10 --est-ms 2 --graph --lead 10 --pin 2-5/8-11 --smi --configs "${CONFIGS:-native,gs_gate,gs_guard300}" \
-    --out "$OUT/phases-long-b8.json" > "$OUT/phases-long-b8.log" 2>&1
-grep -h "^#" "$OUT/phases-long-b8.log"
-python3 bench/phases_table.py "$OUT"/phases-long-b8.json
+BATCH=8 THINKS=6,10 DIST=fixed SMI=1 EXTRA= TABLE=1 NAME=phases-long-b8 LIMIT=${LIMIT:-280} \
+    CONFIGS=${CONFIGS:-native,gs_gate,gs_guard300} sh bench/h200_issue6_phases.sh "$OUT"

@@ -15,11 +15,8 @@ make -s minimal >/dev/null || exit 1
 make -s MINIMAL=1 BUILD=build-nospin CFLAGS=-DGS_CC_TRIM_SPIN_QUEUED_NS=0 build-nospin/libgpuslice.so || exit 1
 for RUN in 4096:4 1024:64 512:64; do
     SIZE=${RUN%%:*} GROUP=${RUN#*:}
-    timeout 100 python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --batch 8 \
-        --thinks 3 --reps 1 --requests 300 --est-ms 2 --graph --lead 10 --pin 2-5/8-11 \
-        --size "$SIZE" --b-group "$GROUP" --configs native,gs_guard300,gs_guard300@nospin \
-        --b-lib nospin=build-nospin/libgpuslice.so \
-        --out "$OUT/phases-small-$SIZE.json" > "$OUT/phases-small-$SIZE.log" 2>&1
-    grep -h "^#" "$OUT/phases-small-$SIZE.log"
+    BATCH=8 THINKS=3 LIMIT=100 TABLE=0 NAME=phases-small-$SIZE CONFIGS=native,gs_guard300,gs_guard300@nospin \
+        EXTRA="--reps 1 --requests 300 --size $SIZE --b-group $GROUP --b-lib nospin=build-nospin/libgpuslice.so" \
+        sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-small-*.json
