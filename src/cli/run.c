@@ -326,7 +326,7 @@ int gs_cmd_run(int argc, char **argv)
     }
     if (lim.sharing == GS_SHARING_MPS && !have_yield)
         lim.yield = GS_YIELD_BOUND; /* side by side, a gated best-effort tenant would starve */
-    int gates = lim.yield == GS_YIELD_GATE && lim.priority != GS_PRIO_CRITICAL;
+    int gates = gs_limits_guard_applies(&lim);
     if (lim.guard_us && !gates) {
         fprintf(stderr, "gpuslice run: --guard is for a best-effort command with --yield gate "
                         "(the default on --sharing timeslice)\n");

@@ -50,6 +50,11 @@ int gs_limits_defaults(struct gs_limits *l)
     return gs_config_defaults(gs_limits_table, gs_limits_table_len, l, NULL);
 }
 
+int gs_limits_guard_applies(const struct gs_limits *l)
+{
+    return l->priority != GS_PRIO_CRITICAL && l->yield == GS_YIELD_GATE;
+}
+
 int gs_limits_load(const char *path, struct gs_limits *l, gs_error *err)
 {
     gs_limits_defaults(l);

@@ -58,6 +58,8 @@ extern const struct gs_cfg_entry gs_limits_table[];
 extern const size_t gs_limits_table_len;
 
 int gs_limits_defaults(struct gs_limits *l);
+/* Does the guard (guard_us) apply to this slice: best-effort, yield = gate? */
+int gs_limits_guard_applies(const struct gs_limits *l);
 int gs_limits_load(const char *path, struct gs_limits *l, gs_error *err);
 /* Writes the file atomically (temp + rename) with mode 0444. */
 int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err);

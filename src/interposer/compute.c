@@ -68,19 +68,11 @@ static int guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, in
     return 1;
 }
 
-uint64_t gs_cc_guard_gap(const struct gs_cc_self *me)
+int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *median)
 {
     unsigned k = me->ngaps < GS_CC_GUARD_GAPS ? me->ngaps : GS_CC_GUARD_GAPS;
-    uint64_t gap = UINT64_MAX;
-    for (unsigned i = 0; i < k; i++)
-        if (me->gaps[i] < gap)
-            gap = me->gaps[i];
-    return gap;
-}
-
-int gs_cc_guard_rhythm(const struct gs_cc_self *me, uint64_t *median)
-{
-    unsigned k = me->ngaps < GS_CC_GUARD_GAPS ? me->ngaps : GS_CC_GUARD_GAPS;
+    if (shortest)
+        *shortest = UINT64_MAX;
     if (median)
         *median = 0;
     if (k == 0)
@@ -93,6 +85,8 @@ int gs_cc_guard_rhythm(const struct gs_cc_self *me, uint64_t *median)
             g[j] = g[j - 1];
             g[j - 1] = x;
         }
+    if (shortest)
+        *shortest = g[0];
     if (median)
         *median = g[k / 2];
     return g[0] * GS_CC_GUARD_RHYTHM_DIV >= g[k / 2];
@@ -102,9 +96,9 @@ int gs_cc_guard_rhythm(const struct gs_cc_self *me, uint64_t *median)
  * (0: none): the time to ask again. */
 static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t now)
 {
-    if (me->ngaps < GS_CC_GUARD_GAPS / 2 || !gs_cc_guard_rhythm(me, NULL))
+    uint64_t gap;
+    if (me->ngaps < GS_CC_GUARD_GAPS / 2 || !gs_cc_guard_gaps(me, &gap, NULL))
         return 0; /* too few gaps seen, or no rhythm in them to keep B's kernels out of */
-    uint64_t gap = gs_cc_guard_gap(me);
     uint64_t need = me->kernel_ns + me->guard_ns;
     if (need >= gap)
         return 0; /* our kernels never fit its gaps: holding would starve us */

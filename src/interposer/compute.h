@@ -168,11 +168,11 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t finished_ns);
 uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t last_launch,
                              uint64_t last_sync);
 
-/* The guard: the critical tenants' shortest gap it has seen (UINT64_MAX: none). */
-uint64_t gs_cc_guard_gap(const struct gs_cc_self *me);
-/* 1: the gaps it has learnt have a rhythm (GS_CC_GUARD_RHYTHM_DIV); their
- * median (the upper one of an even count) to *median when not NULL, 0: none. */
-int gs_cc_guard_rhythm(const struct gs_cc_self *me, uint64_t *median);
+/* The guard's learnt gaps between the critical tenants' requests (the last
+ * GS_CC_GUARD_GAPS): 1 if they have a rhythm (GS_CC_GUARD_RHYTHM_DIV). Where
+ * not NULL, *shortest gets the shortest (UINT64_MAX: none) and *median their
+ * median (the upper one of an even count; 0: none). */
+int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *median);
 
 /* Our kernels' duration for the guard, from the last estimate and a new
  * sample: rises at once to a longer sample, decays by an eighth of the

@@ -54,8 +54,8 @@
  * for longer than the linger: one queued) spins for this long before it polls
  * with sleeps. Kernels shorter than a poll (~70 us with the timer slack) would
  * otherwise leave the GPU idle between them: on the fake driver, 10 us kernels
- * ran at 18 % of the device without it and ~90 % with it
- * (bench/fake_small_kernels.sh); a 0.21 ms GEMM's queued successor covers the
+ * kept the device 18 % busy without it and 96 % with it
+ * (bench/fake_small_kernels.py); a 0.21 ms GEMM's queued successor covers the
  * poll, so long kernels cost at most this much spinning per launch.
  * bench/h200_issue6_small_kernels.sh measures it on the H200 against 0. */
 #ifndef GS_CC_TRIM_SPIN_QUEUED_NS
@@ -131,7 +131,7 @@ void gs_cc_init(const char *state_dir)
     cc.on = gs_g.enforce && gs_g.ledger_shared;
     if (!cc.on)
         return;
-    int gated = gs_g.limits.priority != GS_PRIO_CRITICAL && gs_g.limits.yield == GS_YIELD_GATE;
+    int gated = gs_limits_guard_applies(&gs_g.limits);
     cc.self.guard_ns = gated ? gs_g.limits.guard_us * 1000 : 0;
     if (gs_g.limits.guard_us && !gated)
         GS_LOGW("guard_us = %llu ignored: the guard is for best-effort slices with yield = gate",
@@ -346,7 +346,8 @@ static void guard_said(uint64_t now, uint64_t until)
     held_ns += until > now ? until - now : 0;
     if (now < next_say)
         return;
-    uint64_t gap = gs_cc_guard_gap(&cc.self);
+    uint64_t gap;
+    gs_cc_guard_gaps(&cc.self, &gap, NULL);
     GS_LOGI("guard: %llu holds, %.1f ms held%s; the critical tenant's shortest gap %.3f ms, our "
             "kernels %.3f ms",
             (unsigned long long)holds, (double)held_ns / 1e6, next_say ? " in the last 10 s" : "",
@@ -361,15 +362,15 @@ static void guard_said(uint64_t now, uint64_t until)
 static void guard_no_rhythm_said(uint64_t now)
 {
     static uint64_t next_look;
-    uint64_t median;
+    uint64_t shortest, median;
     if (now < next_look || cc.self.ngaps < GS_CC_GUARD_GAPS / 2)
         return;
     next_look = now + 1000000000ull;
-    if (gs_cc_guard_rhythm(&cc.self, &median))
+    if (gs_cc_guard_gaps(&cc.self, &shortest, &median))
         return;
     GS_LOGI("guard: not holding: the critical tenant's requests have no rhythm (its shortest gap "
             "%.3f ms, median %.3f ms, of the last %d)",
-            (double)gs_cc_guard_gap(&cc.self) / 1e6, (double)median / 1e6, GS_CC_GUARD_GAPS);
+            (double)shortest / 1e6, (double)median / 1e6, GS_CC_GUARD_GAPS);
     next_look = now + GUARD_SAY_NS;
 }
 

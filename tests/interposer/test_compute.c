@@ -597,21 +597,22 @@ static void test_guard_rhythm(void **st)
 {
     (void)st;
     struct gs_cc_self me = {0};
-    assert_false(gs_cc_guard_rhythm(&me, NULL)); /* nothing learnt */
+    assert_false(gs_cc_guard_gaps(&me, NULL, NULL)); /* nothing learnt */
     const uint64_t steady[8] = {2000, 1950, 2050, 2000, 1900, 2100, 2000, 1980};
     memcpy(me.gaps, steady, sizeof steady);
     me.ngaps = 8;
-    assert_true(gs_cc_guard_rhythm(&me, NULL));
+    assert_true(gs_cc_guard_gaps(&me, NULL, NULL));
     me.gaps[3] = 900; /* one short gap: a request early */
-    assert_false(gs_cc_guard_rhythm(&me, NULL));
+    assert_false(gs_cc_guard_gaps(&me, NULL, NULL));
     const uint64_t random[8] = {150, 2900, 700, 4100, 1300, 90, 2200, 1800};
     memcpy(me.gaps, random, sizeof random);
-    uint64_t median = 0;
-    assert_false(gs_cc_guard_rhythm(&me, &median));
+    uint64_t shortest = 0, median = 0;
+    assert_false(gs_cc_guard_gaps(&me, &shortest, &median));
+    assert_int_equal(shortest, 90);
     assert_int_equal(median, 1800); /* sorted: 90 150 700 1300 1800 2200 2900 4100 */
     me.ngaps = 20;                  /* the ring has wrapped: still the last 8 */
     memcpy(me.gaps, steady, sizeof steady);
-    assert_true(gs_cc_guard_rhythm(&me, NULL));
+    assert_true(gs_cc_guard_gaps(&me, NULL, NULL));
 }
 
 /* A wider margin ends the best-effort tenant's work earlier in each gap (on
