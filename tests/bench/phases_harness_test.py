@@ -50,6 +50,14 @@ def main():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def script(path, body):
+    """An executable shell script at path; returns path."""
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + body + "\n")
+    os.chmod(path, 0o755)
+    return path
+
+
 def check(d):
     t = Tap()
     standin = os.path.join(d, "standin.py")
@@ -59,17 +67,12 @@ def check(d):
     os.mkdir(logs)
     out = os.path.join(d, "phases.json")
     # gpuslice run on the simulated GPU (no NVIDIA driver here)
-    wrapper = os.path.join(d, "gpuslice")
-    with open(wrapper, "w") as f:
-        f.write('#!/bin/sh\ncmd=$1; shift\nexec "%s" "$cmd" --simulated "$@"\n'
-                % os.path.join(BUILD, "gpuslice"))
-    os.chmod(wrapper, 0o755)
+    wrapper = script(os.path.join(d, "gpuslice"),
+                     'cmd=$1; shift\nexec "%s" "$cmd" --simulated "$@"' % os.path.join(BUILD, "gpuslice"))
     # nvidia-smi played by a loop: one clock and power sample every 50 ms
     bindir = os.path.join(d, "bin")
     os.mkdir(bindir)
-    with open(os.path.join(bindir, "nvidia-smi"), "w") as f:
-        f.write('#!/bin/sh\nwhile :; do echo "1980, 301.5"; sleep 0.05; done\n')
-    os.chmod(os.path.join(bindir, "nvidia-smi"), 0o755)
+    script(os.path.join(bindir, "nvidia-smi"), 'while :; do echo "1980, 301.5"; sleep 0.05; done')
     env = dict(os.environ, GS_BENCH_TENANT=standin, GS_STANDIN_LOG=logs,
                PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
     cmd = [sys.executable, os.path.join(SRC, "bench", "h200_latency_phases.py"),

@@ -3,6 +3,7 @@ slice's limits (client priority, active thread percentage), over what the
 workload's environment says, at process start and again when CUDA starts.
 Runs `gpuslice run --simulated`; TAP output."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,16 @@ def run(flags, cmd, env=None):
                           capture_output=True, text=True, env=e, timeout=60)
 
 
+def kept_limits(flags):
+    """`true` run alone under the state root with flags, its slice kept: the run, and the
+    text of the limits file(s) it left."""
+    shutil.rmtree(root)
+    os.mkdir(root)
+    r = run(flags + ["--keep-state"], ["true"])
+    paths = [os.path.join(root, d, "limits") for d in os.listdir(root)]
+    return r, [open(p).read() for p in paths if os.path.exists(p)]
+
+
 r = run(["--sharing", "mps", "--mps-threads", "40"], SHOW, POD)
 ok(r.returncode == 0 and r.stdout.strip() == "threads=40 prio=1",
    "best-effort on MPS: 40% threads and below-normal priority, over the Pod's 100% / normal", (r.stdout, r.stderr))
@@ -47,9 +58,7 @@ ok(r.returncode == 2 and "not timeslice or mps" in r.stderr, "an unknown --shari
 r = run(["--sharing", "mps", "--mps-threads", "0"], SHOW)
 ok(r.returncode == 2 and "--mps-threads" in r.stderr, "--mps-threads 0 is refused", r.stderr)
 
-r = run(["--sharing", "mps", "--yield", "shrink", "--green-sms", "64", "--keep-state"], ["true"])
-limits = [os.path.join(root, d, "limits") for d in os.listdir(root) if os.path.exists(os.path.join(root, d, "limits"))]
-texts = [open(p).read() for p in limits]
+r, texts = kept_limits(["--sharing", "mps", "--yield", "shrink", "--green-sms", "64"])
 ok(r.returncode == 0 and any("yield = shrink" in t and "green_sms = 64" in t for t in texts) and
    "kernels run on 64 SMs" in r.stderr,
    "--yield shrink --green-sms 64: the slice's limits say so, and run tells", (r.stderr, texts))
@@ -60,11 +69,7 @@ ok(r.returncode == 2 and "--green-sms" in r.stderr and "whole number" in r.stder
    "a malformed --green-sms is refused clearly", r.stderr)
 
 # The guard: a best-effort command that gates gets it; others are refused.
-for d in os.listdir(root):
-    subprocess.run(["rm", "-rf", os.path.join(root, d)])
-r = run(["--compute", "50", "--guard", "600", "--keep-state"], ["true"])
-texts = [open(os.path.join(root, d, "limits")).read() for d in os.listdir(root)
-         if os.path.exists(os.path.join(root, d, "limits"))]
+r, texts = kept_limits(["--compute", "50", "--guard", "600"])
 ok(r.returncode == 0 and any("guard_us = 600" in t and "yield = gate" in t for t in texts) and
    "should end 600 us before its next request" in r.stderr,
    "--guard 600: the slice's limits say so, and run tells", (r.stderr, texts))
@@ -73,27 +78,15 @@ for flags, why in ((["--critical"], "a critical command"), (["--yield", "bound"]
     r = run(["--guard", "600"] + flags, SHOW)
     ok(r.returncode == 2 and "--guard is for a best-effort command with --yield gate" in r.stderr,
        f"--guard with {why} is refused", r.stderr)
-for d in os.listdir(root):
-    subprocess.run(["rm", "-rf", os.path.join(root, d)])
-r = run(["--compute", "50", "--keep-state"], ["true"])
-texts = [open(os.path.join(root, d, "limits")).read() for d in os.listdir(root)
-         if os.path.exists(os.path.join(root, d, "limits"))]
+r, texts = kept_limits(["--compute", "50"])
 ok(r.returncode == 0 and any("guard_us = 300" in t for t in texts) and "end 300 us before" in r.stderr,
    "by default a best-effort command gets the guard at 300 us", (r.stderr, texts))
 for off in ("off", "0"):
-    for d in os.listdir(root):
-        subprocess.run(["rm", "-rf", os.path.join(root, d)])
-    r = run(["--compute", "50", "--guard", off, "--keep-state"], ["true"])
-    texts = [open(os.path.join(root, d, "limits")).read() for d in os.listdir(root)
-             if os.path.exists(os.path.join(root, d, "limits"))]
+    r, texts = kept_limits(["--compute", "50", "--guard", off])
     ok(r.returncode == 0 and texts and all("guard_us = 0" in t for t in texts) and "guard  :" not in r.stderr,
        f"--guard {off}: no guard", (r.stderr, texts))
 for flags in (["--critical"], ["--sharing", "mps"], ["--yield", "bound"]):
-    for d in os.listdir(root):
-        subprocess.run(["rm", "-rf", os.path.join(root, d)])
-    r = run(flags + ["--keep-state"], ["true"])
-    texts = [open(os.path.join(root, d, "limits")).read() for d in os.listdir(root)
-             if os.path.exists(os.path.join(root, d, "limits"))]
+    r, texts = kept_limits(flags)
     ok(r.returncode == 0 and texts and all("guard_us = 0" in t for t in texts),
        f"{' '.join(flags)}: no guard by default", (r.stderr, texts))
 for bad, says in (("soon", "whole number"), ("100001", "outside 0..100000")):
