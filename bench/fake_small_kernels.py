@@ -7,8 +7,9 @@ runs them one after another in wall-clock time, GS_FAKE_KERNEL_US) while a criti
 sits idle beside it under the same state root, so every launch keeps at most one kernel
 queued behind the running one. What is measured is the interposer's pacing: the fraction
 of the ideal time N x K the launches took, net of a one-kernel run (process start-up).
-Variants: the library as built, and one with GS_CC_TRIM_SPIN_QUEUED_NS=0 (sleep polls
-only, the rule until session 6). Without a critical slice the queue is not bounded and
+Variants: the library as built (sleep polls only: the rule again since session 7, when the
+H200 disagreed), and one with GS_CC_TRIM_SPIN_QUEUED_NS=50000 (a 50 us spin first, the
+default in session 6; its rows are named spin50). Without a critical slice the queue is not bounded and
 the launches return at once (nothing to compare). This is not a GPU measurement: the
 H200 one is bench/h200_issue6_small_kernels.sh.
 """
@@ -34,10 +35,10 @@ WORKER = os.path.join(B, "tests", "gs-worker")
 
 tmp = tempfile.mkdtemp(prefix="gs-fake-small-")
 try:
-    nospin = os.path.join(tmp, "nospin")
-    subprocess.run(["make", "-s", f"BUILD={nospin}", "CFLAGS=-DGS_CC_TRIM_SPIN_QUEUED_NS=0",
-                    f"{nospin}/libgpuslice.so"], check=True)
-    libs = {"default": os.path.join(B, "libgpuslice.so"), "nospin": os.path.join(nospin, "libgpuslice.so")}
+    spin = os.path.join(tmp, "spin50")
+    subprocess.run(["make", "-s", f"BUILD={spin}", "CFLAGS=-DGS_CC_TRIM_SPIN_QUEUED_NS=50000",
+                    f"{spin}/libgpuslice.so"], check=True)
+    libs = {"default": os.path.join(B, "libgpuslice.so"), "spin50": os.path.join(spin, "libgpuslice.so")}
     root = os.path.join(tmp, "state")
     os.mkdir(root)
     crit = subprocess.Popen([GS, "run", "--simulated", "--critical", "--memory", "1Gi", "--state-root", root,

@@ -114,6 +114,17 @@ uint64_t gs_cc_kernel_estimate(uint64_t k, uint64_t d)
     return d > k ? d : k - (k - d) / 8;
 }
 
+int gs_cc_kernel_sample_clean(uint64_t start, uint64_t crit_launch_ns, uint64_t crit_idle_ns)
+{
+    if (crit_launch_ns == 0)
+        return 1; /* it never launched */
+    /* Its last launch before ours, and all of it seen finished by then. A
+     * launch after ours (or a second critical tenant's) shows as a later
+     * launch stamp; an "idle" after our start, as work that may have run
+     * beside ours. */
+    return crit_launch_ns < start && crit_idle_ns >= crit_launch_ns && crit_idle_ns <= start;
+}
+
 static int active(const struct gs_cc_tenant *t, uint64_t now)
 {
     return t->alive && t->share > 0 && !t->critical && t->demand_ns &&

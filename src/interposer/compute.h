@@ -180,6 +180,14 @@ int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *
  * tenant's looks longer; erring long only makes the guard hold earlier). */
 uint64_t gs_cc_kernel_estimate(uint64_t estimate_ns, uint64_t sample_ns);
 
+/* Whether a sample of our kernel's duration that began at start (its launch)
+ * and ended now can be trusted, given one critical tenant's stamps read now:
+ * 1 if none of its work can have run beside ours in between. A kernel that
+ * shared the GPU with a request looks as long as the request: on the H200
+ * such samples put the estimate of a 0.21 ms GEMM at 0.4-2 ms (sessions 6 and
+ * 7), and the guard then held B for that much longer before every request. */
+int gs_cc_kernel_sample_clean(uint64_t start, uint64_t crit_launch_ns, uint64_t crit_idle_ns);
+
 /* Is a critical tenant t busy at now? */
 int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now);
 /* ... or was its work seen finished less than GS_CC_CRIT_LINGER_NS ago? */
