@@ -12,7 +12,7 @@ mkdir -p "$OUT"
 make -s minimal >/dev/null || exit 1
 for V in nospin:-DGS_CC_TRIM_SPIN_QUEUED_NS=0 pure:-DGS_CC_SPIN_YIELD=0 q3:-DGS_CC_CRIT_QUEUED=3 \
     r2:"-DGS_CC_CRIT_QUEUED=3 -DGS_CC_CRIT_QUEUED_RECENT=2"; do
-    make -s MINIMAL=1 BUILD=build-${V%%:*} CFLAGS="${V#*:}" build-${V%%:*}/libgpuslice.so || exit 1
+    make -s MINIMAL=1 BUILD="build-${V%%:*}" CFLAGS="${V#*:}" "build-${V%%:*}/libgpuslice.so" || exit 1
 done
 LIBS="--b-lib nospin=build-nospin/libgpuslice.so --b-lib pure=build-pure/libgpuslice.so"
 LIBS="$LIBS --b-lib q3=build-q3/libgpuslice.so --b-lib r2=build-r2/libgpuslice.so"
