@@ -23,7 +23,7 @@ args = sys.argv[1:]
 mode = args[0]
 opt = lambda name: args[args.index(name) + 1] if name in args else None
 with open(os.path.join(os.environ["GS_STANDIN_LOG"], mode + "-" + str(os.getpid())), "w") as f:
-    json.dump(args, f)
+    json.dump({"argv": args, "now": time.time()}, f)
 out = {"mode": mode, "phases": []}
 for ph in json.load(open(opt("--schedule"))):
     if not ph["on"]:
@@ -78,7 +78,7 @@ def check(d):
     cmd = [sys.executable, os.path.join(SRC, "bench", "h200_latency_phases.py"),
            "--gpuslice", wrapper, "--configs", "native,gs_guard600",
            "--thinks", "0,3", "--think-dist", "exp", "--requests", "10", "--reps", "1",
-           "--lead", "0.5", "--graph", "--memory", "1Gi", "--smi", "--size", "1024", "--b-group", "64",
+           "--lead", "0.5", "--first-lead", "3", "--graph", "--memory", "1Gi", "--smi", "--size", "1024", "--b-group", "64",
            "--out", out]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     if not t.ok(p.returncode == 0, "the harness runs with a stand-in tenant", p.stderr[-2000:]):
@@ -98,10 +98,16 @@ def check(d):
     smi = [c.get("smi", {}) for c in r["configs"].values()]
     t.ok(all(v.get("B@0", {}).get("sm_mhz") == 1980 and v["B@0"]["power_w"] == 301.5 and v["B@0"]["n"] > 0
              for v in smi), "--smi: the sampled clock and power per phase kind", smi)
-    argv = []
+    argv, leads = [], []
     for name in sorted(os.listdir(logs)):
         with open(os.path.join(logs, name)) as f:
-            argv.append((name.split("-")[0], json.load(f)))
+            x = json.load(f)
+        argv.append((name.split("-")[0], x["argv"]))
+        if name.startswith("infer"):
+            leads.append(float(x["argv"][x["argv"].index("--start") + 1]) - x["now"])
+    leads.sort()  # the tenant's own start-up (python) takes some of each lead
+    t.ok(len(leads) == 2 and leads[0] <= 0.5 and leads[1] <= 3.0 and leads[1] > leads[0] + 1.5,
+         "the first variant's tenants get --first-lead to start, the next --lead", leads)
     infer = [a for m, a in argv if m == "infer"]
     hog = [a for m, a in argv if m == "hog"]
     t.ok(len(infer) == 2 and len(hog) == 2, "A and B started once per variant", [m for m, _ in argv])
