@@ -119,10 +119,14 @@ int gs_cc_kernel_sample_clean(uint64_t start, uint64_t crit_launch_ns, uint64_t 
     if (crit_launch_ns == 0)
         return 1; /* it never launched */
     /* Its last launch before ours, and all of it seen finished by then. A
-     * launch after ours (or a second critical tenant's) shows as a later
-     * launch stamp; an "idle" after our start, as work that may have run
-     * beside ours. */
-    return crit_launch_ns < start && crit_idle_ns >= crit_launch_ns && crit_idle_ns <= start;
+     * launch after ours shows as a later launch stamp; an "idle" after our
+     * start, as work that may have run beside ours. */
+    if (crit_launch_ns >= start || crit_idle_ns > start)
+        return 0;
+    /* Seen finished before ours began, or a launch never seen finished that
+     * is no longer believed busy (GS_CC_CRIT_STALE_NS: it may have died
+     * mid-kernel, and must not freeze our estimate for good). */
+    return crit_idle_ns >= crit_launch_ns || crit_launch_ns + GS_CC_CRIT_STALE_NS <= start;
 }
 
 static int active(const struct gs_cc_tenant *t, uint64_t now)

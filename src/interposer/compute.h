@@ -182,7 +182,8 @@ uint64_t gs_cc_kernel_estimate(uint64_t estimate_ns, uint64_t sample_ns);
 
 /* Whether a sample of our kernel's duration that began at start (its launch)
  * and ended now can be trusted, given one critical tenant's stamps read now:
- * 1 if none of its work can have run beside ours in between. A kernel that
+ * 1 if none of its work can have run beside ours in between (a launch never
+ * seen finished counts as over once GS_CC_CRIT_STALE_NS old). A kernel that
  * shared the GPU with a request looks as long as the request: on the H200
  * such samples put the estimate of a 0.21 ms GEMM at 0.4-2 ms (sessions 6 and
  * 7), and the guard then held B for that much longer before every request. */

@@ -56,8 +56,8 @@
  * 18 % busy without a spin and 96 % with 50 us of it
  * (bench/fake_small_kernels.py), but on the H200 (session 7,
  * bench/h200_issue6_small_kernels.sh and _spin.sh) B's 1024 GEMMs (~13 us)
- * ran at 54-58 k/s with the 50 us spin against 69-72 k/s with sleep polls,
- * in two runs (512 and 4096 GEMMs: the same either way). */
+ * ran at 54-65 k/s with the 50 us spin against 68-72 k/s with sleep polls,
+ * in three runs (512 and 4096 GEMMs: the same either way). */
 #ifndef GS_CC_TRIM_SPIN_QUEUED_NS
 #define GS_CC_TRIM_SPIN_QUEUED_NS 0
 #endif

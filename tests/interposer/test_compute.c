@@ -690,6 +690,11 @@ static void test_guard_kernel_sample_clean(void **st)
     assert_false(gs_cc_kernel_sample_clean(start, start - 1 * MS, start + 200 * US));
     /* one launched before ours and never seen finished */
     assert_false(gs_cc_kernel_sample_clean(start, start - 1 * MS, start - 2 * MS));
+    /* ... long enough ago that it is no longer believed busy (it died
+     * mid-kernel): it does not freeze the estimate */
+    assert_true(gs_cc_kernel_sample_clean(start, start - GS_CC_CRIT_STALE_NS, start - 2 * SEC));
+    assert_false(
+        gs_cc_kernel_sample_clean(start, start - GS_CC_CRIT_STALE_NS + 1, start - 2 * SEC));
     /* a launch stamped in the same nanosecond as ours: not before it */
     assert_false(gs_cc_kernel_sample_clean(start, start, start - 1 * MS));
 }
