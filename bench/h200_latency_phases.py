@@ -29,6 +29,8 @@ Variants (--configs):
                    context of half the SMs (72 on an H200) while A is busy
   gs_mps_shrinkN   the same with --green-sms N (e.g. gs_mps_shrink40, gs_mps_shrink96)
   gs_guardN        gs_gate with B's guard at N microseconds (--guard N, e.g. gs_guard600)
+  gs_capN          gs_gate (guard at its default) with B under a hard cap of N % (--compute N
+                   --hard-cap): B's power, and so the clock A's requests get, follows its duty
   CONFIG@NAME      CONFIG with B's interposer a variant build (--b-lib NAME=LIB)
 """
 import argparse
@@ -116,6 +118,10 @@ def config(name):
     if m:
         a, b, mps, env = CONFIGS["gs_gate"]
         return a, b[:-2] + ["--guard", m.group(1)], mps, env
+    m = re.fullmatch(r"gs_cap(\d+)", name)
+    if m:
+        a, b, mps, env = CONFIGS["gs_gate"]
+        return a, ["--compute", m.group(1), "--hard-cap"], mps, env
     m = re.fullmatch(r"gs_mps_shrink(\d+)", name)
     if not m:
         return None
