@@ -69,6 +69,9 @@ ap.add_argument("--b-lib", action="append", default=[], metavar="NAME=LIB",
                 help="a variant's B runs with another libgpuslice.so (GPUSLICE_INTERPOSER): "
                 "config gs_mps_shrink@NAME is gs_mps_shrink with B on LIB")
 ap.add_argument("--memory", default="24Gi", help="each tenant's slice (gpuslice run --memory)")
+ap.add_argument("--b-phase", type=float, default=2.5,
+                help="seconds of each B-alone phase (a launch-bound B of small kernels varies by up to 25 %% "
+                "between 2.5 s phases: session 7)")
 ap.add_argument("--lead", type=float, default=14.0, help="seconds for both tenants to start up")
 ap.add_argument("--first-lead", type=float,
                 help="the same for the first variant, whose tenants start from a cold disk cache (default: "
@@ -144,7 +147,7 @@ def schedule(start):
     plan.append(("B", 0.0))
     a, b, t0 = [], [], start
     for kind, think in plan:
-        length = 2.5 if kind == "B" else 0.3 + per_phase * (args.est_ms + think) / 1000.0
+        length = args.b_phase if kind == "B" else 0.3 + per_phase * (args.est_ms + think) / 1000.0
         tag = f"{kind}@{think:g}"
         a.append({"t0": t0, "t1": t0 + length, "on": "A" in kind, "think_ms": think, "tag": tag})
         b.append({"t0": t0, "t1": t0 + length, "on": "B" in kind, "think_ms": 0, "tag": tag})

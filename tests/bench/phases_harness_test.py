@@ -78,7 +78,7 @@ def check(d):
     cmd = [sys.executable, os.path.join(SRC, "bench", "h200_latency_phases.py"),
            "--gpuslice", wrapper, "--configs", "native,gs_guard600",
            "--thinks", "0,3", "--think-dist", "exp", "--requests", "10", "--reps", "1",
-           "--lead", "0.5", "--first-lead", "3", "--graph", "--memory", "1Gi", "--smi", "--size", "1024", "--b-group", "64",
+           "--lead", "0.5", "--first-lead", "3", "--b-phase", "1.5", "--graph", "--memory", "1Gi", "--smi", "--size", "1024", "--b-group", "64",
            "--out", out]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     if not t.ok(p.returncode == 0, "the harness runs with a stand-in tenant", p.stderr[-2000:]):
@@ -88,6 +88,9 @@ def check(d):
          {k: r.get(k) for k in ("think_dist", "graph")})
     t.ok(not any("error" in c for c in r["configs"].values()), "every variant ran",
          json.dumps(r["configs"])[:2000])
+    blen = [round(t1 - t0, 3) for c in r["configs"].values() for tag, t0, t1 in c.get("phases", [])
+            if tag.startswith("B@")]
+    t.ok(len(blen) == 6 and all(x == 1.5 for x in blen), "--b-phase sets the B-alone phases' length", blen)
     rows = {(x["config"], x["think_ms"]): x for x in r["summary"]}
     t.ok(set(rows) == {("native", 0.0), ("native", 3.0), ("gs_guard600", 0.0), ("gs_guard600", 3.0)},
          "one summary row per variant and think time", sorted(rows))
