@@ -397,9 +397,7 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
                     c->mps_pipe_dir);
     }
     if (a->cfg.besteffort_guard_us) {
-        int gates = a->cfg.critical_yield == GS_AGENT_YIELD_GATE ||
-                    (a->cfg.critical_yield == GS_AGENT_YIELD_AUTO &&
-                     a->cfg.compute_sharing != GS_SHARING_MPS);
+        int gates = gs_agent_config_yield(&a->cfg) == GS_YIELD_GATE;
         if (!gates && a->cfg.besteffort_guard_us != GS_GUARD_DEFAULT_US) /* set, for nothing */
             GS_LOGW("besteffort_guard_us = %llu has no effect: the guard works for best-effort "
                     "slices that gate (critical_yield = gate, or auto with compute_sharing = "

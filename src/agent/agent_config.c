@@ -163,6 +163,15 @@ int gs_agent_config_parse_args(struct gs_agent_config *c, int argc, char **argv,
     return GS_OK;
 }
 
+int gs_agent_config_yield(const struct gs_agent_config *c)
+{
+    if (c->critical_yield == GS_AGENT_YIELD_AUTO)
+        return c->compute_sharing == GS_SHARING_MPS ? GS_YIELD_BOUND : GS_YIELD_GATE;
+    return c->critical_yield == GS_AGENT_YIELD_SHRINK  ? GS_YIELD_SHRINK
+           : c->critical_yield == GS_AGENT_YIELD_BOUND ? GS_YIELD_BOUND
+                                                       : GS_YIELD_GATE;
+}
+
 int gs_agent_config_context_reserve(const struct gs_agent_config *c, int integrated, uint64_t *out,
                                     gs_error *err)
 {

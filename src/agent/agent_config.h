@@ -64,6 +64,9 @@ int gs_agent_config_parse_args(struct gs_agent_config *c, int argc, char **argv,
  * on discrete ones (the lead's decision; ~518 MiB measured on H200). */
 int gs_agent_config_context_reserve(const struct gs_agent_config *c, int integrated, uint64_t *out,
                                     gs_error *err);
+/* The yield mode (enum gs_yield) critical_yield gives the node's slices: auto
+ * is bound with compute_sharing = mps, gate with timeslice. */
+int gs_agent_config_yield(const struct gs_agent_config *c);
 
 /* NVIDIA's sharing config (version v1, sharing.timeSlicing), read with libyaml. */
 #define GS_SHARING_MAX 8

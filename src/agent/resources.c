@@ -241,12 +241,7 @@ void gs_resources_fill_limits(const struct gs_resources *rs, const struct gs_inv
     l->compute = pct > 100 ? 100 : pct;
     l->compute_mode = c->compute_mode;
     l->sharing = c->compute_sharing;
-    if (c->critical_yield == GS_AGENT_YIELD_AUTO)
-        l->yield = c->compute_sharing == GS_SHARING_MPS ? GS_YIELD_BOUND : GS_YIELD_GATE;
-    else
-        l->yield = c->critical_yield == GS_AGENT_YIELD_SHRINK  ? GS_YIELD_SHRINK
-                   : c->critical_yield == GS_AGENT_YIELD_BOUND ? GS_YIELD_BOUND
-                                                               : GS_YIELD_GATE;
+    l->yield = gs_agent_config_yield(c);
     l->green_sms = l->yield == GS_YIELD_SHRINK && !critical ? c->besteffort_green_sms : 0;
     l->priority = critical ? GS_PRIO_CRITICAL : GS_PRIO_BEST_EFFORT;
     l->guard_us = gs_limits_guard_applies(l) ? c->besteffort_guard_us : 0;
