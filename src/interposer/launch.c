@@ -264,8 +264,8 @@ static void sleep_until_ns(uint64_t t)
 /* Our kernels' duration, for the guard: from the launch of one that had
  * nothing of ours before it to when a wait saw it finished (a sleep poll
  * adds its interval: it errs long, where the guard is safe), kept only when
- * no critical tenant's work can have run beside it (its stamps, read now: a
- * pread each, on a path that is waiting anyway). GS_CC_KERNEL_SAMPLE_ALL=1
+ * no critical tenant's work can have run beside it (their stamps, read now
+ * with view(): a pread per peer, on a path that is waiting anyway). GS_CC_KERNEL_SAMPLE_ALL=1
  * builds the rule before session 7, every sample kept, for the H200
  * comparison (bench/h200_issue6_estimate.sh). */
 #ifndef GS_CC_KERNEL_SAMPLE_ALL
@@ -273,15 +273,14 @@ static void sleep_until_ns(uint64_t t)
 #endif
 static void kernel_time_seen(uint64_t start, uint64_t end)
 {
-    static struct gs_ledger hdr; /* header part only; under cc.lock */
-    for (int i = 0; i < cc.npeers && !GS_CC_KERNEL_SAMPLE_ALL; i++) {
-        const struct peer *p = &cc.peers[i];
-        if (p->self || p->limits.priority != GS_PRIO_CRITICAL || read_peer(p->fd, &hdr) != 0)
-            continue; /* a dead critical tenant runs nothing */
-        if (!gs_cc_kernel_sample_clean(
-                start, atomic_load_explicit(&hdr.crit_launch_ns, memory_order_relaxed),
-                atomic_load_explicit(&hdr.crit_idle_ns, memory_order_relaxed)))
-            return;
+    if (!GS_CC_KERNEL_SAMPLE_ALL) {
+        struct gs_cc_tenant t[GS_CC_MAX_TENANTS];
+        int self = 0;
+        view(t, &self); /* a dead critical tenant reads as not alive: it runs nothing */
+        for (int i = 0; i < cc.npeers; i++)
+            if (i != self && t[i].critical && t[i].alive &&
+                !gs_cc_kernel_sample_clean(start, t[i].crit_launch_ns, t[i].crit_idle_ns))
+                return;
     }
     cc.self.kernel_ns = gs_cc_kernel_estimate(cc.self.kernel_ns, end - start);
 }
