@@ -9,7 +9,5 @@
 #   sh bench/h200_issue6_cap.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
-make -s minimal >/dev/null || exit 1
-make -s MINIMAL=1 BUILD=build-p5 CFLAGS=-DGS_CC_PERIOD_NS=5000000ull build-p5/libgpuslice.so || exit 1
 BATCH=8 THINKS=3,6 LIMIT=${LIMIT:-260} NAME=cap CONFIGS=${CONFIGS:-native,gs_cap70,gs_cap70@p5,gs_cap60@p5} \
-    EXTRA="--b-lib p5=build-p5/libgpuslice.so --requests 600" sh bench/h200_issue6_phases.sh "$OUT"
+    VARIANTS=p5=-DGS_CC_PERIOD_NS=5000000ull EXTRA="--requests 600" sh bench/h200_issue6_phases.sh "$OUT"

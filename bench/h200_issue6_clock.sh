@@ -9,17 +9,13 @@
 #   sh bench/h200_issue6_clock.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
-make -s minimal >/dev/null || exit 1
-make -s MINIMAL=1 BUILD=build-guard CFLAGS=-DGS_CC_GUARD=1 build-guard/libgpuslice.so || exit 1
-make -s MINIMAL=1 BUILD=build-guardwide CFLAGS="-DGS_CC_GUARD=1 -DGS_CC_GUARD_MARGIN_NS=600000ull" \
-    build-guardwide/libgpuslice.so || exit 1
 for RUN in b8:1,3,6:native,gs_gate,gs_gate@guard,gs_gate@guardwide:260 b1:3:native,gs_gate@guard,gs_gate@guardwide:130; do
     RN=${RUN%%:*} REST=${RUN#*:}
     T=${REST%%:*} REST=${REST#*:}
     C=${REST%%:*} S=${REST#*:}
     B=8; [ "$RN" = b1 ] && B=1
     BATCH=$B THINKS=$T CONFIGS=$C LIMIT=$S TABLE=0 NAME=phases-clock-$RN \
-        EXTRA="--b-lib guard=build-guard/libgpuslice.so --b-lib guardwide=build-guardwide/libgpuslice.so" \
+        VARIANTS="guard=-DGS_CC_GUARD=1;guardwide=-DGS_CC_GUARD=1 -DGS_CC_GUARD_MARGIN_NS=600000ull" \
         sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-clock-*.json

@@ -11,14 +11,11 @@
 #   sh bench/h200_issue6_depth.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
-make -s minimal >/dev/null || exit 1
-make -s MINIMAL=1 BUILD=build-q1 CFLAGS=-DGS_CC_CRIT_QUEUED_RECENT=1 build-q1/libgpuslice.so || exit 1
-make -s MINIMAL=1 BUILD=build-nospin CFLAGS=-DGS_CC_TRIM_SPIN_NS=0 build-nospin/libgpuslice.so || exit 1
 for B in 8 1; do
     V=native,gs_gate,gs_gate@q1,gs_gate@nospin,gs_mps_t50,gs_mps_t50@nospin,gs_mps_gate T=0,1,3 S=285
     [ $B = 1 ] && V=native,gs_gate,gs_gate@q1,gs_mps_t50,gs_mps_gate T=0,3 S=240
     BATCH=$B THINKS=$T CONFIGS=$V LIMIT=$S SMI=0 TABLE=0 NAME=phases-depth-b$B \
-        EXTRA="--b-lib q1=build-q1/libgpuslice.so --b-lib nospin=build-nospin/libgpuslice.so" \
+        VARIANTS="q1=-DGS_CC_CRIT_QUEUED_RECENT=1;nospin=-DGS_CC_TRIM_SPIN_NS=0" \
         sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-depth-b8.json "$OUT"/phases-depth-b1.json

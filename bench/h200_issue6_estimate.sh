@@ -10,9 +10,7 @@
 #   sh bench/h200_issue6_estimate.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
-make -s minimal >/dev/null || exit 1
-make -s MINIMAL=1 BUILD=build-all CFLAGS=-DGS_CC_KERNEL_SAMPLE_ALL=1 build-all/libgpuslice.so || exit 1
 BATCH=8 THINKS=1,3,6 DIST=fixed LIMIT=${LIMIT:-330} NAME=estimate \
     CONFIGS=${CONFIGS:-native,gs_gate,gs_guard300,gs_guard300@all,gs_guard600} \
-    EXTRA="--b-lib all=build-all/libgpuslice.so" sh bench/h200_issue6_phases.sh "$OUT"
+    VARIANTS=all=-DGS_CC_KERNEL_SAMPLE_ALL=1 sh bench/h200_issue6_phases.sh "$OUT"
 grep -ho '"gpuslice\[interposer [0-9]*\] info: guard: [^"]*"' "$OUT/estimate.json" | head -20

@@ -8,16 +8,13 @@
 #   sh bench/h200_issue6_graph.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
-make -s minimal >/dev/null || exit 1
-make -s MINIMAL=1 BUILD=build-nolinger CFLAGS=-DGS_CC_CRIT_LINGER_NS=0 build-nolinger/libgpuslice.so || exit 1
-make -s MINIMAL=1 BUILD=build-q0 CFLAGS=-DGS_CC_CRIT_QUEUED=0 build-q0/libgpuslice.so || exit 1
 for B in 8 1; do
     # the call's 10 minutes: batch 1 at two think times, plain MPS (B alone under gpuslice
     # against B alone under MPS: the queue kept next to an idle critical tenant) instead of q0
     V=native,gs_gate,gs_gate@q0,gs_mps_t50,gs_mps_shrink,gs_mps_shrink@nolinger T=0,1,3
     [ $B = 1 ] && V=native,gs_gate,gs_mps_t50,mps_t50,gs_mps_shrink,gs_mps_shrink@nolinger T=0,3
     BATCH=$B THINKS=$T CONFIGS=$V LIMIT=290 SMI=0 TABLE=0 NAME=phases-graph-b$B \
-        EXTRA="--b-lib nolinger=build-nolinger/libgpuslice.so --b-lib q0=build-q0/libgpuslice.so" \
+        VARIANTS="nolinger=-DGS_CC_CRIT_LINGER_NS=0;q0=-DGS_CC_CRIT_QUEUED=0" \
         sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-graph-b8.json "$OUT"/phases-graph-b1.json

@@ -12,7 +12,6 @@
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
 make -s minimal >/dev/null || exit 1
-make -s MINIMAL=1 BUILD=build-guard CFLAGS=-DGS_CC_GUARD=1 build-guard/libgpuslice.so || exit 1
 nvcc -O2 -o /tmp/gs-inproc bench/overhead_inproc.cu -ldl || exit 1
 for P in alone critical-peer; do
     F=""; [ $P = critical-peer ] && F=--inproc-critical-peer
@@ -26,7 +25,7 @@ for RUN in b8:0,1,3:fixed:170 b8exp:1,3:exp:130 b1:0,3:fixed:150; do
     D=${REST%%:*} S=${REST#*:}
     B=8; [ "$RN" = b1 ] && B=1
     BATCH=$B THINKS=$T DIST=$D LIMIT=$S SMI=0 TABLE=0 NAME=phases-guard-$RN \
-        CONFIGS=native,gs_gate,gs_gate@guard EXTRA="--b-lib guard=build-guard/libgpuslice.so" \
+        CONFIGS=native,gs_gate,gs_gate@guard VARIANTS=guard=-DGS_CC_GUARD=1 \
         sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-guard-*.json

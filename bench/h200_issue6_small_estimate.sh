@@ -9,11 +9,9 @@
 #   sh bench/h200_issue6_small_estimate.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
-make -s minimal >/dev/null || exit 1
-make -s MINIMAL=1 BUILD=build-all CFLAGS=-DGS_CC_KERNEL_SAMPLE_ALL=1 build-all/libgpuslice.so || exit 1
-make -s MINIMAL=1 BUILD=build-spin50 CFLAGS=-DGS_CC_TRIM_SPIN_QUEUED_NS=50000 build-spin50/libgpuslice.so || exit 1
 BATCH=8 THINKS=1,3 DIST=fixed LIMIT=${LIMIT:-250} NAME=small-estimate \
     CONFIGS=${CONFIGS:-native,gs_gate,gs_guard300,gs_guard300@all,gs_guard300@spin50} \
-    EXTRA="--reps 1 --requests 300 --size 1024 --b-group 64 --b-lib all=build-all/libgpuslice.so --b-lib spin50=build-spin50/libgpuslice.so" \
+    VARIANTS="all=-DGS_CC_KERNEL_SAMPLE_ALL=1;spin50=-DGS_CC_TRIM_SPIN_QUEUED_NS=50000" \
+    EXTRA="--reps 1 --requests 300 --size 1024 --b-group 64" \
     sh bench/h200_issue6_phases.sh "$OUT"
 grep -ho '"gpuslice\[interposer [0-9]*\] info: guard: [^"]*"' "$OUT/small-estimate.json" | head -20

@@ -14,12 +14,10 @@
 #   sh bench/h200_issue6_small_kernels.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
-make -s minimal >/dev/null || exit 1
-make -s MINIMAL=1 BUILD=build-spin50 CFLAGS=-DGS_CC_TRIM_SPIN_QUEUED_NS=50000 build-spin50/libgpuslice.so || exit 1
 for RUN in 4096:4 1024:64 512:64; do
     SIZE=${RUN%%:*} GROUP=${RUN#*:}
     BATCH=8 THINKS=3 LIMIT=100 TABLE=0 NAME=phases-small-$SIZE CONFIGS=native,gs_guard300,gs_guard300@spin50 \
-        EXTRA="--reps 1 --requests 300 --size $SIZE --b-group $GROUP --b-lib spin50=build-spin50/libgpuslice.so" \
+        VARIANTS=spin50=-DGS_CC_TRIM_SPIN_QUEUED_NS=50000 EXTRA="--reps 1 --requests 300 --size $SIZE --b-group $GROUP" \
         sh bench/h200_issue6_phases.sh "$OUT"
 done
 python3 bench/phases_table.py "$OUT"/phases-small-*.json

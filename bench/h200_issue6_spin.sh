@@ -9,16 +9,11 @@
 #   sh bench/h200_issue6_spin.sh OUTDIR
 OUT=${1:-/tmp/gs-bench}
 mkdir -p "$OUT"
-make -s minimal >/dev/null || exit 1
-for V in nospin:-DGS_CC_TRIM_SPIN_QUEUED_NS=0 pure:-DGS_CC_SPIN_YIELD=0 q3:-DGS_CC_CRIT_QUEUED=3 \
-    r2:"-DGS_CC_CRIT_QUEUED=3 -DGS_CC_CRIT_QUEUED_RECENT=2"; do
-    make -s MINIMAL=1 BUILD="build-${V%%:*}" CFLAGS="${V#*:}" "build-${V%%:*}/libgpuslice.so" || exit 1
-done
-LIBS="--b-lib nospin=build-nospin/libgpuslice.so --b-lib pure=build-pure/libgpuslice.so"
-LIBS="$LIBS --b-lib q3=build-q3/libgpuslice.so --b-lib r2=build-r2/libgpuslice.so"
+V="nospin=-DGS_CC_TRIM_SPIN_QUEUED_NS=0;pure=-DGS_CC_SPIN_YIELD=0;q3=-DGS_CC_CRIT_QUEUED=3"
+V="$V;r2=-DGS_CC_CRIT_QUEUED=3 -DGS_CC_CRIT_QUEUED_RECENT=2"
 BATCH=8 THINKS=3 LIMIT=200 TABLE=0 NAME=spin-1024 \
     CONFIGS=native,gs_guard300,gs_guard300@nospin,gs_guard300@pure,gs_guard300@q3,gs_guard300@r2 \
-    EXTRA="--reps 1 --requests 300 --size 1024 --b-group 64 $LIBS" sh bench/h200_issue6_phases.sh "$OUT"
+    VARIANTS=$V EXTRA="--reps 1 --requests 300 --size 1024 --b-group 64" sh bench/h200_issue6_phases.sh "$OUT"
 BATCH=8 THINKS=3 LIMIT=100 TABLE=0 NAME=spin-4096 CONFIGS=native,gs_guard300,gs_guard300@pure \
-    EXTRA="--reps 1 --requests 300 --size 4096 --b-group 4 $LIBS" sh bench/h200_issue6_phases.sh "$OUT"
+    VARIANTS=$V EXTRA="--reps 1 --requests 300 --size 4096 --b-group 4" sh bench/h200_issue6_phases.sh "$OUT"
 python3 bench/phases_table.py "$OUT"/spin-*.json
