@@ -74,23 +74,22 @@ if __name__ == "__main__":
     if graph:
         print("\nA replays the model as a CUDA graph in the files that say so (`graph`); their native "
               "reference is a native variant that did too.")
-    b_alone = [(r, n, c["b_alone"]) for r in (json.load(open(p)) for p in sys.argv[1:])
-               for n, c in r["configs"].items() if c.get("b_alone")]
+    runs = [json.load(open(p)) for p in sys.argv[1:]]  # for the B-alone and clock tables
+    b_alone = [(r, n, c["b_alone"]) for r in runs for n, c in r["configs"].items() if c.get("b_alone")]
     nat_b = {}
     for r, n, v in b_alone:
         if n == "native":
-            nat_b[(r.get("size"), r.get("b_group", 4))] = max(v)
+            nat_b[bkey(r)] = max(v)
     if any(n != "native" for _, n, _ in b_alone) and nat_b:
         print("\nB alone (A's process idle beside it; best B-alone phase), against native B alone "
               "with the same matmul size and group:\n")
         print("| B matmul size | group | variant | B alone, matmuls/s | / native |")
         print("|---|---|---|---|---|")
         for r, n, v in b_alone:
-            ref = nat_b.get((r.get("size"), r.get("b_group", 4)))
+            ref = nat_b.get(bkey(r))
             print(f"| {r.get('size')} | {r.get('b_group', 4)} | {n} | {max(v):.0f} | "
                   + (f"{max(v) / ref:.2f} |" if ref else "– |"))
-    clocks = [(r, n, c["smi"]) for r in (json.load(open(p)) for p in sys.argv[1:])
-              for n, c in r["configs"].items() if isinstance(c.get("smi"), dict) and "error" not in c["smi"]]
+    clocks = [(r, n, c["smi"]) for r in runs for n, c in r["configs"].items() if isinstance(c.get("smi"), dict) and "error" not in c["smi"]]
     if clocks:
         print("\nThe GPU's SM clock and power (medians of nvidia-smi samples every 50 ms inside the phases):\n")
         print("| batch | variant | think ms | MHz A alone | MHz A with B | MHz B alone | W A alone | W A with B "
