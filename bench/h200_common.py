@@ -1,7 +1,10 @@
-"""Helpers the H200 compute benchmarks share: one private NVIDIA MPS control daemon."""
+"""Helpers the H200 compute benchmarks share: one private NVIDIA MPS control daemon, the
+GPU's clock and power sampled from nvidia-smi, percentiles."""
 import os
 import subprocess
 import tempfile
+import threading
+import time
 
 
 def mps_env():
@@ -20,3 +23,54 @@ def mps_control(env, what):
         subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
     else:
         subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
+
+
+def pct(v, q):
+    """The q-th percentile of v (an element of it; 0.0 for none)."""
+    v = sorted(v)
+    return v[min(len(v) - 1, (len(v) * q) // 100)] if v else 0.0
+
+
+class Sampler:
+    """nvidia-smi's SM clock (MHz) and power (W) every 50 ms, stamped with time.time(),
+    read on a thread until stop()."""
+
+    def __init__(self):
+        self.rows, self.error = [], None
+        try:
+            self.p = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+                                       "--format=csv,noheader,nounits", "-lms", "50"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError as ex:
+            self.p, self.error = None, f"nvidia-smi: {ex}"
+            return
+        self.t = threading.Thread(target=self.read, daemon=True)
+        self.t.start()
+
+    def read(self):
+        for line in self.p.stdout:
+            try:
+                mhz, watts = (float(x) for x in line.split(","))
+            except ValueError:
+                continue  # "[N/A]" or a partial line
+            self.rows.append((time.time(), mhz, watts))
+
+    def medians(self, phases, skip=0.2):
+        """Medians per phase tag over the samples so far inside its phases (dicts with t0,
+        t1, tag), leaving out each phase's first `skip` seconds (the load changing)."""
+        if self.p is None:
+            return {"error": self.error}
+        rows, per = list(self.rows), {}
+        for ph in phases:
+            s = [r for r in rows if ph["t0"] + skip <= r[0] < ph["t1"]]
+            per.setdefault(ph["tag"], []).extend(s)
+        return {tag: {"n": len(s), "sm_mhz": pct([x[1] for x in s], 50), "power_w": pct([x[2] for x in s], 50)}
+                for tag, s in per.items()}
+
+    def stop(self, phases):
+        """Stops sampling; the medians of the phases (above)."""
+        if self.p is not None:
+            self.p.terminate()
+            self.p.wait(timeout=10)
+            self.t.join(timeout=10)
+        return self.medians(phases)

@@ -41,12 +41,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from h200_common import mps_env, mps_control  # noqa: E402
+from h200_common import Sampler, mps_control, mps_env, pct  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--gpuslice", required=True)
@@ -153,51 +152,6 @@ def schedule(start):
         b.append({"t0": t0, "t1": t0 + length, "on": "B" in kind, "think_ms": 0, "tag": tag})
         t0 += length
     return a, b, t0 - start
-
-
-def pct(v, q):
-    v = sorted(v)
-    return v[min(len(v) - 1, (len(v) * q) // 100)] if v else 0.0
-
-
-class Sampler:
-    """nvidia-smi's SM clock (MHz) and power (W) every 50 ms, stamped with our own clock
-    (the schedule's), read on a thread until stop()."""
-
-    def __init__(self):
-        self.rows, self.error = [], None
-        try:
-            self.p = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
-                                       "--format=csv,noheader,nounits", "-lms", "50"],
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        except OSError as ex:
-            self.p, self.error = None, f"nvidia-smi: {ex}"
-            return
-        self.t = threading.Thread(target=self.read, daemon=True)
-        self.t.start()
-
-    def read(self):
-        for line in self.p.stdout:
-            try:
-                mhz, watts = (float(x) for x in line.split(","))
-            except ValueError:
-                continue  # "[N/A]" or a partial line
-            self.rows.append((time.time(), mhz, watts))
-
-    def stop(self, phases):
-        """Medians per phase tag (A@t, AB@t, B@0) over the samples inside its phases,
-        leaving out each phase's first 0.2 s (the load changing)."""
-        if self.p is None:
-            return {"error": self.error}
-        self.p.terminate()
-        self.p.wait(timeout=10)
-        self.t.join(timeout=10)
-        per = {}
-        for ph in phases:
-            s = [r for r in self.rows if ph["t0"] + 0.2 <= r[0] < ph["t1"]]
-            per.setdefault(ph["tag"], []).extend(s)
-        return {tag: {"n": len(s), "sm_mhz": pct([x[1] for x in s], 50), "power_w": pct([x[2] for x in s], 50)}
-                for tag, s in per.items()}
 
 
 def run_config(name, lead):

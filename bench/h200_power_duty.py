@@ -15,11 +15,14 @@ lands in it runs slower too, whatever the scheduler.
 """
 import argparse
 import json
-import subprocess
-import threading
+import os
+import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from h200_common import Sampler  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--out")
@@ -28,29 +31,6 @@ ap.add_argument("--group", type=int, default=4, help="GEMMs between synchronisat
 ap.add_argument("--secs", type=float, default=3.0, help="seconds per duty, after a 0.5 s settling")
 ap.add_argument("--duties", default="1.0,0.9,0.8,0.75,0.7,0.6,0.5,0.4")
 args = ap.parse_args()
-
-
-class Smi:
-    """nvidia-smi's SM clock and power every 50 ms, stamped with time.time()."""
-
-    def __init__(self):
-        self.rows = []
-        self.p = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
-                                   "--format=csv,noheader,nounits", "-lms", "50"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        threading.Thread(target=self.read, daemon=True).start()
-
-    def read(self):
-        for line in self.p.stdout:
-            try:
-                mhz, watts = (float(x) for x in line.split(","))
-            except ValueError:
-                continue
-            self.rows.append((time.time(), mhz, watts))
-
-    def median(self, t0, t1, col):
-        v = sorted(r[col] for r in self.rows if t0 <= r[0] < t1)
-        return v[len(v) // 2] if v else None
 
 
 def phase(a, b, duty, secs):
@@ -80,17 +60,19 @@ def main():
     for _ in range(20):
         a @ b
     torch.cuda.synchronize()
-    smi = Smi()
+    smi = Sampler()
+    if smi.error:
+        sys.exit(f"h200_power_duty: {smi.error}")
     time.sleep(1.0)
     duties = [float(x) for x in args.duties.split(",")]
     rows = []
     for d in duties + duties[::-1]:
         r = phase(a, b, d, args.secs)
-        r["sm_mhz"] = smi.median(r["t0"], r["t1"], 1)
-        r["power_w"] = smi.median(r["t0"], r["t1"], 2)
+        m = smi.medians([dict(r, tag="")], skip=0.0)[""]
+        r["sm_mhz"], r["power_w"] = (m["sm_mhz"], m["power_w"]) if m["n"] else (None, None)
         rows.append(r)
         print(json.dumps(r), flush=True)
-    smi.p.terminate()
+    smi.stop([])
     full = max(r["gemms_per_s"] for r in rows if r["duty_set"] == 1.0)
     print(f"\nB alone, {args.size} bf16 GEMMs in groups of {args.group}, at a set duty cycle "
           f"(full duty: {full:.0f} GEMMs/s)\n")
