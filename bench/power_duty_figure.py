@@ -16,13 +16,12 @@ if len(sys.argv) != 3:
     sys.exit(__doc__)
 r = json.load(open(sys.argv[1]))
 rows = r["rows"]
-full = max(x["gemms_per_s"] for x in rows if x["duty_set"] == 1.0)
 half = len(rows) // 2
 matplotlib.rcParams["svg.hashsalt"] = "gpuslice"  # the same data gives the same file
 fig, ax = plt.subplots(figsize=(6.4, 4.4))
 pw = ax.twinx()
 for part, label, mark in ((rows[:half], "duties going down", "o"), (rows[half:], "going up", "s")):
-    f = [x["gemms_per_s"] / full for x in part]
+    f = [x["fraction"] for x in part]  # of B's rate at full duty, as the run computed it
     ax.plot(f, [x["sm_mhz"] for x in part], marker=mark, color="tab:blue", lw=1, label=f"SM clock, {label}")
     pw.plot(f, [x["power_w"] for x in part], marker=mark, color="tab:red", lw=1, ls="--",
             label=f"power, {label}")
@@ -42,4 +41,4 @@ h1, l1 = ax.get_legend_handles_labels()
 h2, l2 = pw.get_legend_handles_labels()
 ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower left")
 fig.tight_layout()
-fig.savefig(sys.argv[2])
+fig.savefig(sys.argv[2], metadata={"Date": None})
