@@ -492,11 +492,10 @@ struct guard_result {
 
 /* A critical tenant with a request every `every` (seed 0), or thinking for
  * an exponential time of mean `every` after each request (the H200's
- * `--think-dist exp`; seed: the draw's), alone and next to B. */
-static uint64_t guard_estimate_ns; /* B's estimate of its kernels, where not exact (0) */
-
+ * `--think-dist exp`; seed: the draw's), alone and next to B, whose estimate
+ * of its kernels' duration is estimate_ns (0: exact). */
 static void guard_run_every(uint64_t every, uint64_t seed, uint64_t margin_ns,
-                            uint64_t be_kernel_ns, struct guard_result *r)
+                            uint64_t be_kernel_ns, uint64_t estimate_ns, struct guard_result *r)
 {
     struct sim alone = {.split = 0};
     struct sim_tenant *ca = add_critical(&alone);
@@ -511,8 +510,7 @@ static void guard_run_every(uint64_t every, uint64_t seed, uint64_t margin_ns,
     b->kernel_ns = be_kernel_ns;
     b->max_inflight = 1;
     b->me.guard_ns = margin_ns;
-    b->me.kernel_ns =
-        guard_estimate_ns ? guard_estimate_ns : be_kernel_ns; /* launch.c measures it */
+    b->me.kernel_ns = estimate_ns ? estimate_ns : be_kernel_ns; /* launch.c measures it */
     run(&s, 4 * SEC);
     r->p99_alone = p99(ca);
     r->p99 = p99(c);
@@ -528,13 +526,13 @@ static void guard_run_every(uint64_t every, uint64_t seed, uint64_t margin_ns,
 
 static void guard_run(uint64_t margin_ns, uint64_t be_kernel_ns, struct guard_result *r)
 {
-    guard_run_every(4 * MS, 0, margin_ns, be_kernel_ns, r);
+    guard_run_every(4 * MS, 0, margin_ns, be_kernel_ns, 0, r);
 }
 
 /* Requests at random: 2 ms requests, exponential think times of mean 2 ms. */
 static void guard_run_random(uint64_t margin_ns, struct guard_result *r)
 {
-    guard_run_every(2 * MS, 0x9e3779b97f4a7c15ull, margin_ns, 300 * US, r);
+    guard_run_every(2 * MS, 0x9e3779b97f4a7c15ull, margin_ns, 300 * US, 0, r);
 }
 
 static void test_guard_keeps_requests_clear(void **st)
@@ -573,8 +571,8 @@ static void test_guard_long_gaps(void **st)
 {
     (void)st;
     struct guard_result off, on;
-    guard_run_every(10 * MS, 0, 0, 300 * US, &off);
-    guard_run_every(10 * MS, 0, 60 * US, 300 * US, &on);
+    guard_run_every(10 * MS, 0, 0, 300 * US, 0, &off);
+    guard_run_every(10 * MS, 0, 60 * US, 300 * US, 0, &on);
     assert_true(off.p99 >= off.p99_alone + 100 * US);
     assert_true(on.p99 <= on.p99_alone + 2 * DT);
     assert_true(on.be_gpu_ns > off.be_gpu_ns * 3 / 4); /* most of each 8 ms gap */
@@ -709,9 +707,7 @@ static void test_guard_estimate_too_long(void **st)
     (void)st;
     struct guard_result exact, inflated;
     guard_run(300 * US, 300 * US, &exact);
-    guard_estimate_ns = 1400 * US;
-    guard_run(300 * US, 300 * US, &inflated);
-    guard_estimate_ns = 0;
+    guard_run_every(4 * MS, 0, 300 * US, 300 * US, 1400 * US, &inflated);
     assert_true(exact.p99 <= exact.p99_alone + 2 * DT);
     assert_true(inflated.p99 <= inflated.p99_alone + 2 * DT);
     /* 1.1 ms more of each 2 ms gap held */
