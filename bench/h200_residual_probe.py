@@ -18,6 +18,11 @@ sees the same drift:
   other_gemm     H runs the BURST GEMMs: the switch, the L2 and the power, as B in A's gap
   other_gemm_w1  the same, then 1 ms idle before the request (the clock's recovery)
   own_gemm_w1    own_gemm, then 1 ms idle
+  idle_prime     A launches one tiny kernel on a side stream of its own (not waited for),
+                 0.25 ms before the request: what a critical tenant's interposer could do
+  other_gemm_prime   other_gemm, then A's tiny kernel 0.25 ms before the request: does the
+                 switch back to A's context then happen before the request?
+  other_gemm_prime0  the same with the tiny kernel right before the request
 
 Each request is timed on the host (as the harness does) and on the GPU (CUDA events
 around the replay, recorded on A's stream: they start once A's context runs, so
@@ -38,8 +43,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from h200_common import pct  # noqa: E402
 
-CONDITIONS = ["idle", "own_sweep", "own_gemm", "other_none", "other_tiny", "other_sweep",
-              "other_gemm", "other_gemm_w1", "own_gemm_w1"]
+# condition: (whose work, what, ms idle after it, A's tiny kernel before the request: ms ahead or None)
+PLAN = {"idle": (None, None, 0, None), "own_sweep": ("own", "sweep", 0, None), "own_gemm": ("own", "gemm", 0, None),
+        "other_none": ("other", "none", 0, None), "other_tiny": ("other", "tiny", 0, None),
+        "other_sweep": ("other", "sweep", 0, None), "other_gemm": ("other", "gemm", 0, None),
+        "other_gemm_w1": ("other", "gemm", 1, None), "own_gemm_w1": ("own", "gemm", 1, None),
+        "idle_prime": (None, None, 0, 0.25), "other_gemm_prime": ("other", "gemm", 0, 0.25),
+        "other_gemm_prime0": ("other", "gemm", 0, 0.0)}
+CONDITIONS = list(PLAN)
 
 
 def summarise(samples):
@@ -181,14 +192,18 @@ def main():
         t_begin = time.time()
         for c in order:
             time.sleep(args.think_ms / 1000)
-            where, _, what = c.partition("_")
-            what, _, wait = what.partition("_")
-            if where == "own" and what != "idle":
+            where, what, wait_ms, prime_ms = PLAN[c]
+            if where == "own":
                 work(torch, bufs, what, args.burst)
             elif where == "other":
                 ask(what)
-            if wait == "w1":
-                time.sleep(0.001)
+            if wait_ms:
+                time.sleep(wait_ms / 1000)
+            if prime_ms is not None:
+                with torch.cuda.stream(side):
+                    bufs["tick"].add_(1)
+                if prime_ms:
+                    time.sleep(prime_ms / 1000)
             t0 = time.perf_counter()
             e0.record()
             graph.replay()
