@@ -31,6 +31,8 @@ Variants (--configs):
   gs_guardN        gs_gate with B's guard at N microseconds (--guard N, e.g. gs_guard600)
   gs_capN          gs_gate (guard at its default) with B under a hard cap of N % (--compute N
                    --hard-cap): B's power, and so the clock A's requests get, follows its duty
+  gs_guardNpM      gs_guardN with A's prime M microseconds ahead (--prime M; session 8); every
+                   other gpuslice variant runs A with --prime off, as before session 8
   CONFIG@NAME      CONFIG with B's interposer a variant build (--b-lib NAME=LIB)
 """
 import argparse
@@ -84,8 +86,8 @@ TENANT = os.environ.get("GS_BENCH_TENANT", os.path.join(HERE, "compute_tenant.py
 CONFIGS = {
     # name: (A's gpuslice args or None, B's, MPS underneath, B's extra environment)
     "native": (None, None, False, {}),
-    "gs_gate": (["--critical"], ["--compute", "100", "--guard", "off"], False, {}),
-    "gs_bound": (["--critical"], ["--compute", "100", "--yield", "bound"], False, {}),
+    "gs_gate": (["--critical", "--prime", "off"], ["--compute", "100", "--guard", "off"], False, {}),
+    "gs_bound": (["--critical", "--prime", "off"], ["--compute", "100", "--yield", "bound"], False, {}),
     "mps_t100": (None, None, True, {}),
     "mps_t50": (None, None, True, {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50"}),
     "gs_mps_t100": (["--critical", "--sharing", "mps"], ["--compute", "100", "--sharing", "mps"], True, {}),
@@ -116,9 +118,10 @@ def config(name):
         return c[0], c[1], c[2], dict(c[3], GPUSLICE_INTERPOSER=os.path.abspath(libs[var]))
     if name in CONFIGS:
         return CONFIGS[name]
-    m = re.fullmatch(r"gs_guard(\d+)", name)
+    m = re.fullmatch(r"gs_guard(\d+)(?:p(\d+))?", name)
     if m:
         a, b, mps, env = CONFIGS["gs_gate"]
+        a = a[:-2] + ["--prime", m.group(2)] if m.group(2) else a
         return a, b[:-2] + ["--guard", m.group(1)], mps, env
     m = re.fullmatch(r"gs_cap(\d+)", name)
     if m:
@@ -190,7 +193,8 @@ def run_config(name, lead):
         o, err = p.communicate(timeout=lead + span + 120)
         line = [x for x in o.splitlines() if x.startswith("{")]
         outs.append(json.loads(line[-1]) if line else {"error": err[-1500:]})
-        said.append([x[:300] for x in err.splitlines() if "gpuslice[interposer" in x and ("yield" in x or "guard" in x)][:4])
+        said.append([x[:300] for x in err.splitlines()
+                     if "gpuslice[interposer" in x and ("yield" in x or "guard" in x or "prime" in x)][:6])
     shutil.rmtree(d, ignore_errors=True)  # the two schedules
     smi = sampler.stop(sa) if sampler else None
     ra, rb = outs

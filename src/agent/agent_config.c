@@ -66,6 +66,11 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
      "best-effort slices that gate (critical_yield gate, or auto on timeslice): in a realtime "
      "slice's gaps, launch only kernels that should end this many microseconds before its next "
      "request is due (0 = off; docs/compute.md)"},
+    {"critical_prime_us", GS_CFG_UINT, F(critical_prime_us), 0, GS_PRIME_MAX_US,
+     GS_STR(GS_PRIME_DEFAULT_US), NULL,
+     "realtime slices on compute_sharing timeslice: touch the GPU in the slice's own context this "
+     "many microseconds before its next request is due, so the GPU has switched back from a "
+     "best-effort slice's context by then (0 = off; docs/compute.md)"},
     {"device_list_strategy", GS_CFG_ENUM, F(device_list_strategy), 0, 0, "envvar",
      "envvar|cdi-annotations|cdi-cri", "how the GPU is named to the runtime"},
     {"cdi_kind", GS_CFG_STRING, F(cdi_kind), 0, S(cdi_kind), "nvidia.com/gpu", NULL,

@@ -40,6 +40,7 @@ struct gs_agent_config {
     char mps_shm_dir[256];  /* host: shared memory the MPS clients need at /dev/shm ("" = none) */
     uint64_t besteffort_green_sms;   /* critical_yield = shrink: SMs kept, 0 = half the GPU */
     uint64_t besteffort_guard_us;    /* gating best-effort slices: the guard's margin, 0 = off */
+    uint64_t critical_prime_us;      /* realtime slices on timeslice: the prime's lead, 0 = off */
     uint64_t besteffort_mps_threads; /* MPS active thread % for best-effort slices, 0 = all */
     int device_list_strategy;        /* enum gs_dls */
     char cdi_kind[64];

@@ -41,6 +41,10 @@ static void run_usage(FILE *out)
             "  --guard US|off  with --yield gate: in a critical tenant's gaps between requests,\n"
             "                  launch only kernels that should end US microseconds before its\n"
             "                  next request is due (learnt from its last gaps); default 300\n"
+            "  --prime US|off  with --critical on --sharing timeslice: touch the GPU in this\n"
+            "                  command's own context US microseconds before its next request\n"
+            "                  is due (learnt from its last gaps), so the GPU has switched back\n"
+            "                  from a best-effort tenant's context by then; default 250\n"
             "  --sharing S     timeslice (contexts take turns, the default) or mps (run side by\n"
             "                  side as clients of a running NVIDIA MPS daemon; critical tenants\n"
             "                  get normal client priority, best-effort ones below normal)\n"
@@ -223,12 +227,14 @@ int gs_cmd_run(int argc, char **argv)
         {"mps-threads", required_argument, 0, 't'},
         {"green-sms", required_argument, 0, 'g'},
         {"guard", required_argument, 0, 'G'},
+        {"prime", required_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     struct gs_limits lim;
     gs_limits_defaults(&lim);
-    int simulated = 0, keep = 0, have_mem = 0, have_cpu = 0, have_yield = 0, have_guard = 0;
+    int simulated = 0, keep = 0, have_mem = 0, have_cpu = 0, have_yield = 0, have_guard = 0,
+        have_prime = 0;
     char root[PATH_MAX] = "";
     gs_error err = {0};
     int c;
@@ -300,6 +306,18 @@ int gs_cmd_run(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'P':
+            have_prime = 1;
+            if (!strcmp(optarg, "off")) {
+                lim.prime_us = 0;
+                break;
+            }
+            if (gs_config_set(gs_limits_table, gs_limits_table_len, &lim, "prime_us", optarg,
+                              &err) < 0) {
+                fprintf(stderr, "gpuslice run: --prime: %s (microseconds, or off)\n", err.msg);
+                return 2;
+            }
+            break;
         case 'S': simulated = 1; break;
         case 'r': snprintf(root, sizeof root, "%s", optarg); break;
         case 'k': keep = 1; break;
@@ -334,6 +352,14 @@ int gs_cmd_run(int argc, char **argv)
     }
     if (!have_guard && gates)
         lim.guard_us = GS_GUARD_DEFAULT_US;
+    int primes = gs_limits_prime_applies(&lim);
+    if (lim.prime_us && !primes) {
+        fprintf(stderr, "gpuslice run: --prime is for a --critical command on --sharing timeslice "
+                        "(under MPS the tenants share one context: nothing to switch)\n");
+        return 2;
+    }
+    if (!have_prime && primes)
+        lim.prime_us = GS_PRIME_DEFAULT_US;
     if (lim.compute_mode == GS_COMPUTE_CAP && !have_cpu) {
         fprintf(stderr, "gpuslice run: --hard-cap needs --compute N\n");
         return 2;
@@ -392,6 +418,7 @@ int gs_cmd_run(int argc, char **argv)
     lim.mps_threads = want.mps_threads;
     lim.green_sms = want.green_sms;
     lim.guard_us = want.guard_us;
+    lim.prime_us = want.prime_us;
     lim.simulated = simulated;
     if (!have_mem)
         lim.memory = 0;
@@ -474,6 +501,11 @@ int gs_cmd_run(int argc, char **argv)
                 "  guard  : next to a latency-critical tenant, kernels go out in its gaps only if "
                 "they should end %llu us before its next request\n",
                 (unsigned long long)lim.guard_us);
+    if (lim.prime_us)
+        fprintf(stderr,
+                "  prime  : the GPU is switched back to this command's context %llu us before "
+                "its next request is due\n",
+                (unsigned long long)lim.prime_us);
     fprintf(stderr, "  state  : %s\n", paths.dir);
     fflush(stderr);
 

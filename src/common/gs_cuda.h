@@ -20,6 +20,7 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUfunc_st *CUfunction;
+typedef struct CUmod_st *CUmodule;
 typedef struct CUarray_st *CUarray;
 typedef struct CUmipmappedArray_st *CUmipmappedArray;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
@@ -147,6 +148,11 @@ typedef enum CUstreamCaptureStatus_enum {
     CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
     CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
 } CUstreamCaptureStatus;
+typedef enum CUstreamCaptureMode_enum {
+    CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    CU_STREAM_CAPTURE_MODE_RELAXED = 2
+} CUstreamCaptureMode;
 #define CU_STREAM_NON_BLOCKING_FLAG 0x1  /* cuda.h: CU_STREAM_NON_BLOCKING */
 #define CU_EVENT_DISABLE_TIMING_FLAG 0x2 /* cuda.h: CU_EVENT_DISABLE_TIMING */
 

@@ -134,7 +134,8 @@
     X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev))    \
     X(cuMemPoolGetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value)) \
     X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr))                   \
-    GS_CU_GREEN_HELPERS(X)
+    GS_CU_GREEN_HELPERS(X)                                                                    \
+    GS_CU_PRIME_HELPERS(X)
 
 /* What yield = shrink needs: a green context on the current device and
  * events between its stream and the tenant's (docs/compute.md). */
@@ -159,5 +160,15 @@
       (hStream, hEvent, Flags))                                                                    \
     X(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus * captureStatus),              \
       (hStream, captureStatus))
+
+/* What the prime needs: a tiny kernel of our own (from PTX text) on a stream
+ * of our own, launched from a thread of our own that no stream capture of the
+ * application's may refuse (docs/compute.md). */
+#define GS_CU_PRIME_HELPERS(X)                                                      \
+    X(cuModuleLoadData, (CUmodule * module, const void *image), (module, image))    \
+    X(cuModuleGetFunction, (CUfunction * hfunc, CUmodule hmod, const char *name),   \
+      (hfunc, hmod, name))                                                          \
+    X(cuStreamCreate, (CUstream * phStream, unsigned int Flags), (phStream, Flags)) \
+    X(cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode * mode), (mode))
 
 #endif

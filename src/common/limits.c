@@ -33,6 +33,10 @@ const struct gs_cfg_entry gs_limits_table[] = {
     {"guard_us", GS_CFG_UINT, F(guard_us), 0, GS_GUARD_MAX_US, "0", NULL,
      "yield = gate: in a critical tenant's gaps, launch only kernels that should end this many "
      "microseconds before its next request is due (0 = off)"},
+    {"prime_us", GS_CFG_UINT, F(prime_us), 0, GS_PRIME_MAX_US, "0", NULL,
+     "latency-critical, timeslice: touch the GPU in this tenant's own context this many "
+     "microseconds before its next request is due, so the GPU has switched back from the others' "
+     "context (0 = off)"},
     {"context_reserve", GS_CFG_UINT, F(context_reserve), 0, UINT64_MAX, "0", NULL,
      "device memory reserved outside the slice for the CUDA context, bytes"},
     {"simulated", GS_CFG_BOOL, F(simulated), 0, 0, "false", NULL,
@@ -53,6 +57,11 @@ int gs_limits_defaults(struct gs_limits *l)
 int gs_limits_guard_applies(const struct gs_limits *l)
 {
     return l->priority != GS_PRIO_CRITICAL && l->yield == GS_YIELD_GATE;
+}
+
+int gs_limits_prime_applies(const struct gs_limits *l)
+{
+    return l->priority == GS_PRIO_CRITICAL && l->sharing == GS_SHARING_TIMESLICE;
 }
 
 int gs_limits_load(const char *path, struct gs_limits *l, gs_error *err)

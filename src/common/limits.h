@@ -34,6 +34,16 @@ enum gs_exec_sharing { GS_SHARING_TIMESLICE = 0, GS_SHARING_MPS = 1 };
  * file without the key means off (files written before session 6). */
 #define GS_GUARD_MAX_US 100000
 #define GS_GUARD_DEFAULT_US 300
+/* The prime's lead at most, and the default of latency-critical slices on
+ * time-slicing (gpuslice run, the agent): a critical tenant touches the GPU
+ * in its own context this long before its next request is due, so the GPU
+ * has switched back from a best-effort tenant's context by then (measured on
+ * the H200, session 8: the switch cost a graph-launched model 0.14 ms, 8 %;
+ * interposer/compute.h, docs/compute.md). Below the guard's default margin,
+ * so the best-effort tenant has stopped by then. A limits file without the
+ * key means off (files written before session 8). */
+#define GS_PRIME_MAX_US 100000
+#define GS_PRIME_DEFAULT_US 250
 #define GS_STR_(x) #x
 #define GS_STR(x) GS_STR_(x) /* a constant's value as a string (config defaults) */
 
@@ -48,6 +58,7 @@ struct gs_limits {
     uint64_t mps_threads; /* MPS active thread percentage for this tenant, 0 = not limited */
     uint64_t green_sms;   /* yield = shrink: SMs kept while a critical tenant is busy, 0 = half */
     uint64_t guard_us;    /* yield = gate: the guard's margin, microseconds (0 = off) */
+    uint64_t prime_us;    /* critical, timeslice: the prime's lead, microseconds (0 = off) */
     uint64_t context_reserve; /* device memory set aside outside the slice for the CUDA context */
     int simulated;            /* the slice lives on the simulated GPU backend */
     char device[96];          /* GPU UUID or index the slice is on */
@@ -60,6 +71,8 @@ extern const size_t gs_limits_table_len;
 int gs_limits_defaults(struct gs_limits *l);
 /* Does the guard (guard_us) apply to this slice: best-effort, yield = gate? */
 int gs_limits_guard_applies(const struct gs_limits *l);
+/* Does the prime (prime_us) apply: latency-critical, on time-slicing? */
+int gs_limits_prime_applies(const struct gs_limits *l);
 int gs_limits_load(const char *path, struct gs_limits *l, gs_error *err);
 /* Writes the file atomically (temp + rename) with mode 0444. */
 int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err);

@@ -68,9 +68,9 @@ static int guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, in
     return 1;
 }
 
-int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *median)
+int gs_cc_gaps_rhythm(const uint64_t *gaps, unsigned ngaps, uint64_t *shortest, uint64_t *median)
 {
-    unsigned k = me->ngaps < GS_CC_GUARD_GAPS ? me->ngaps : GS_CC_GUARD_GAPS;
+    unsigned k = ngaps < GS_CC_GUARD_GAPS ? ngaps : GS_CC_GUARD_GAPS;
     if (shortest)
         *shortest = UINT64_MAX;
     if (median)
@@ -78,7 +78,7 @@ int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *
     if (k == 0)
         return 0;
     uint64_t g[GS_CC_GUARD_GAPS];
-    memcpy(g, me->gaps, k * sizeof g[0]);
+    memcpy(g, gaps, k * sizeof g[0]);
     for (unsigned i = 1; i < k; i++) /* insertion sort: at most 8 */
         for (unsigned j = i; j > 0 && g[j - 1] > g[j]; j--) {
             uint64_t x = g[j];
@@ -90,6 +90,38 @@ int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *
     if (median)
         *median = g[k / 2];
     return g[0] * GS_CC_GUARD_RHYTHM_DIV >= g[k / 2];
+}
+
+int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *median)
+{
+    return gs_cc_gaps_rhythm(me->gaps, me->ngaps, shortest, median);
+}
+
+void gs_cc_prime_launched(struct gs_cc_prime *p, uint64_t now)
+{
+    /* The first launch since our work was seen finished begins a request. */
+    if (p->idle_ns && p->idle_ns >= p->launch_ns && now >= p->idle_ns &&
+        now - p->idle_ns < GS_CC_GUARD_GAP_MAX_NS)
+        p->gaps[p->ngaps++ % GS_CC_GUARD_GAPS] = now - p->idle_ns;
+    p->launch_ns = now;
+}
+
+void gs_cc_prime_idle(struct gs_cc_prime *p, uint64_t now)
+{
+    if (now > p->idle_ns)
+        p->idle_ns = now;
+}
+
+uint64_t gs_cc_prime_at(const struct gs_cc_prime *p, uint64_t lead_ns)
+{
+    uint64_t gap;
+    if (!lead_ns || !p->idle_ns || p->launch_ns > p->idle_ns)
+        return 0; /* off, never idle, or a request under way */
+    if (p->ngaps < GS_CC_GUARD_GAPS / 2 || !gs_cc_gaps_rhythm(p->gaps, p->ngaps, &gap, NULL))
+        return 0; /* no rhythm to say when the next request comes */
+    if (gap <= lead_ns + GS_CC_PRIME_MIN_IDLE_NS)
+        return 0; /* too short a gap for the GPU to run anything else in it */
+    return p->idle_ns + gap - lead_ns;
 }
 
 /* The guard's hold at now, with the critical tenants idle since crit_idle_seen

@@ -174,6 +174,39 @@ uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t 
  * median (the upper one of an even count; 0: none). */
 int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *median);
 
+/* The same over any ring of gaps (the guard's, the prime's). */
+int gs_cc_gaps_rhythm(const uint64_t *gaps, unsigned ngaps, uint64_t *shortest, uint64_t *median);
+
+/* The prime (a latency-critical tenant on time-slicing, the slice's
+ * prime_us). The GPU keeps the context that ran last until another submits
+ * work, and switching back costs the next request: on the H200 a
+ * graph-launched ResNet-50 (batch 8, 1.5 ms) ran 0.14 ms (8 %) slower at
+ * p50 and p99 after another process's kernel, however small, than after
+ * nothing, and no slower after a 192 MiB copy or 2.5 ms of GEMMs in its own
+ * context (bench/h200_residual_probe.py, session 8): the switch, not the L2
+ * or the clock, is what the guard left of A's excess at full clock. One
+ * tiny kernel of its own, launched 0.25 ms before the request on a side
+ * stream, took it away (p50 0.98x, p99 1.00x of after nothing). So a
+ * critical tenant learns its own gaps between requests (from its work
+ * seen finished to its next launch; the last GS_CC_GUARD_GAPS, with the
+ * guard's rhythm rule: the same stamps the best-effort tenants' guards
+ * learn from) and touches the GPU prime_us before the next is due. */
+struct gs_cc_prime {
+    uint64_t gaps[GS_CC_GUARD_GAPS];
+    unsigned ngaps;
+    uint64_t idle_ns;   /* our work last seen finished (0: never) */
+    uint64_t launch_ns; /* our last launch */
+};
+/* A gap shorter than the lead plus this has no room for another tenant's work. */
+#define GS_CC_PRIME_MIN_IDLE_NS (100ull * 1000)
+/* At a launch at now; at a synchronisation that returned at now. */
+void gs_cc_prime_launched(struct gs_cc_prime *p, uint64_t now);
+void gs_cc_prime_idle(struct gs_cc_prime *p, uint64_t now);
+/* When to touch the GPU, lead_ns before the next request is due: 0 for not
+ * (off, a request under way, fewer than half the gaps learnt, no rhythm, or
+ * a gap too short). A time already past means at once. */
+uint64_t gs_cc_prime_at(const struct gs_cc_prime *p, uint64_t lead_ns);
+
 /* Our kernels' duration for the guard, from the last estimate and a new
  * sample: rises at once to a longer sample, decays by an eighth of the
  * difference towards a shorter one (a kernel that shared the GPU with another

@@ -197,6 +197,7 @@ static void resolve_real(void)
 static void at_fork_child(void)
 {
     gs_mem_after_fork();
+    gs_prime_after_fork();
 }
 
 static void do_init(void)
@@ -213,8 +214,10 @@ static void do_init(void)
         gs_g.enforce = 0;
     }
     pthread_atfork(NULL, NULL, at_fork_child);
-    if (gs_g.enforce)
+    if (gs_g.enforce) {
         gs_cc_init(gs_g.state_dir[0] ? gs_g.state_dir : NULL);
+        gs_prime_init();
+    }
     if (gs_g.enforce) {
         char cap_s[32];
         gs_quantity_format_bytes(gs_g.cap, cap_s, sizeof cap_s);

@@ -95,6 +95,12 @@ int gs_streq(const char *a, const char *b);
 void *gs_real_dlsym(void *handle, const char *name);
 /* Compute controller (launch.c): finds the other tenants' state. */
 void gs_cc_init(const char *state_dir);
+/* The prime (prime.c): set up from the limits; a critical tenant's launch and
+ * synchronisation stamps (CLOCK_MONOTONIC ns); a forked child's reset. */
+void gs_prime_init(void);
+void gs_prime_launched(uint64_t now);
+void gs_prime_idle(uint64_t now);
+void gs_prime_after_fork(void);
 /* Gives back what stream-ordered pools released (at syncs and trims). */
 uint64_t gs_mem_pools_refresh(void);
 /* Resets per-process state in a forked child. */

@@ -487,7 +487,9 @@ static inline void cc_after(CUstream s)
     if (!cc.on)
         return;
     if (gs_g.limits.priority == GS_PRIO_CRITICAL) {
-        atomic_store_explicit(&gs_g.ledger->crit_launch_ns, mono_ns(), memory_order_release);
+        uint64_t now = mono_ns();
+        atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);
+        gs_prime_launched(now);
         return;
     }
     if (gs_g.limits.compute || cc.any_critical) {
@@ -685,8 +687,10 @@ static inline void synced(CUresult rc)
         return;
     uint64_t now = mono_ns();
     atomic_store_explicit(&cc.last_sync, now, memory_order_relaxed);
-    if (gs_g.limits.priority == GS_PRIO_CRITICAL)
+    if (gs_g.limits.priority == GS_PRIO_CRITICAL) {
         atomic_store_explicit(&gs_g.ledger->crit_idle_ns, now, memory_order_release);
+        gs_prime_idle(now);
+    }
 }
 
 #define SYNC_HOOK(name, params, args)        \

@@ -244,6 +244,7 @@ static char *build_json(const struct row *rows, int n, const char *root)
         add_limit_name(o, "yield", r->lim.yield);
         cJSON_AddNumberToObject(o, "green_sms", (double)r->lim.green_sms);
         cJSON_AddNumberToObject(o, "guard_us", (double)r->lim.guard_us);
+        cJSON_AddNumberToObject(o, "prime_us", (double)r->lim.prime_us);
         cJSON_AddNumberToObject(o, "allocations", (double)r->allocs);
         cJSON_AddNumberToObject(o, "refused_by_cap", (double)r->ooms);
         cJSON_AddNumberToObject(o, "launches", (double)r->launches);

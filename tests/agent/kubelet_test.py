@@ -176,8 +176,9 @@ def fractional(tmp, dp, pr):
         tap.ok(lim.get("memory") == str(2 * GiB) and lim.get("compute") == "30" and
                lim.get("context_reserve") == str(608 * MiB) and lim.get("simulated") == "true" and
                lim.get("priority") == "best-effort" and lim.get("device") == "SIM-GPU-0000" and
-               lim.get("yield") == "gate" and lim.get("guard_us") == "600",
-               "limits file: 2 GiB, 30%, context reserve 608 MiB, simulated; gate with the guard at 600 us",
+               lim.get("yield") == "gate" and lim.get("guard_us") == "600" and lim.get("prime_us") == "0",
+               "limits file: 2 GiB, 30%, context reserve 608 MiB, simulated; gate with the guard at 600 us, "
+               "no prime",
                lim)
         tap.ok(os.path.exists(lim_path) and stat.S_IMODE(os.stat(lim_path).st_mode) == 0o444,
                "limits file is read-only (0444)")
@@ -191,8 +192,8 @@ def fractional(tmp, dp, pr):
         lim3 = read_limits(mounts(r3)["/run/gpuslice/limits"][0])
         tap.ok(envs(r3)["GPUSLICE_SLICE_ID"] == envs(r4)["GPUSLICE_SLICE_ID"] and lim3.get("priority") == "critical"
                and lim3.get("memory") == str(1 * GiB) and envs(r3)["GPUSLICE_SLICE_ID"] != e1["GPUSLICE_SLICE_ID"]
-               and lim3.get("guard_us") == "0",
-               "realtime slot joins the next container's slice as critical (no guard)", lim3)
+               and lim3.get("guard_us") == "0" and lim3.get("prime_us") == "250",
+               "realtime slot joins the next container's slice as critical (no guard; the prime at 250 us)", lim3)
 
         # GetPreferredAllocation: the open slice's GPU first; else best fit.
         avail = ["gpu0-mem-%04d" % i for i in range(12, 45)] + ["gpu1-mem-%04d" % i for i in range(45)]
@@ -453,6 +454,7 @@ def mps(tmp, dp, pr):
                mt.get("/run/gpuslice/mps") == (pipe, False) and mt.get("/dev/shm") == (shm, False),
                "MPS: the daemon's pipe directory and shm are mounted, CUDA_MPS_PIPE_DIRECTORY names it", (e, mt))
         tap.ok(lim.get("sharing") == "mps" and lim.get("mps_threads") == "60" and lim.get("yield") == "bound" and
+               lim.get("prime_us") == "0" and
                lim.get("priority") == "best-effort" and lim.get("guard_us") == "0",
                "MPS best-effort limits: sharing mps, 60% threads, yield bound (auto), no guard", lim)
         tap.ok("guard" not in agent.tail(200), "the default guard goes unmentioned where it does nothing",

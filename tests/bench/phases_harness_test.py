@@ -22,8 +22,10 @@ import json, os, sys, time
 args = sys.argv[1:]
 mode = args[0]
 opt = lambda name: args[args.index(name) + 1] if name in args else None
+limits = os.path.join(os.environ.get("GPUSLICE_STATE_DIR", "/nonexistent"), "limits")
 with open(os.path.join(os.environ["GS_STANDIN_LOG"], mode + "-" + str(os.getpid())), "w") as f:
-    json.dump({"argv": args, "now": time.time()}, f)
+    json.dump({"argv": args, "now": time.time(),
+               "limits": open(limits).read() if os.path.exists(limits) else ""}, f)
 out = {"mode": mode, "phases": []}
 for ph in json.load(open(opt("--schedule"))):
     if not ph["on"]:
@@ -76,7 +78,7 @@ def check(d):
     env = dict(os.environ, GS_BENCH_TENANT=standin, GS_STANDIN_LOG=logs,
                PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
     cmd = [sys.executable, os.path.join(SRC, "bench", "h200_latency_phases.py"),
-           "--gpuslice", wrapper, "--configs", "native,gs_guard600",
+           "--gpuslice", wrapper, "--configs", "native,gs_guard600p400",
            "--thinks", "0,3", "--think-dist", "exp", "--requests", "10", "--reps", "1",
            "--lead", "0.5", "--first-lead", "3", "--b-phase", "1.5", "--graph", "--memory", "1Gi", "--smi", "--size", "1024", "--b-group", "64",
            "--out", out]
@@ -92,7 +94,7 @@ def check(d):
             if tag.startswith("B@")]
     t.ok(len(blen) == 6 and all(x == 1.5 for x in blen), "--b-phase sets the B-alone phases' length", blen)
     rows = {(x["config"], x["think_ms"]): x for x in r["summary"]}
-    t.ok(set(rows) == {("native", 0.0), ("native", 3.0), ("gs_guard600", 0.0), ("gs_guard600", 3.0)},
+    t.ok(set(rows) == {("native", 0.0), ("native", 3.0), ("gs_guard600p400", 0.0), ("gs_guard600p400", 3.0)},
          "one summary row per variant and think time", sorted(rows))
     ok = all(x["p99_ratio_own"] == 1.5 and x["p99_ratio_native"] == 1.5 and x["p50_ratio_own"] == 1.2
              and x["B_fraction_native"] == 0.6 and x["A_busy_with_B"] == 0.5 for x in rows.values())
@@ -101,16 +103,21 @@ def check(d):
     smi = [c.get("smi", {}) for c in r["configs"].values()]
     t.ok(all(v.get("B@0", {}).get("sm_mhz") == 1980 and v["B@0"]["power_w"] == 301.5 and v["B@0"]["n"] > 0
              for v in smi), "--smi: the sampled clock and power per phase kind", smi)
-    argv, leads = [], []
+    argv, leads, limits = [], [], {}
     for name in sorted(os.listdir(logs)):
         with open(os.path.join(logs, name)) as f:
             x = json.load(f)
         argv.append((name.split("-")[0], x["argv"]))
+        if x["limits"]:
+            limits[name.split("-")[0]] = x["limits"]
         if name.startswith("infer"):
             leads.append(float(x["argv"][x["argv"].index("--start") + 1]) - x["now"])
     leads.sort()  # the tenant's own start-up (python) takes some of each lead
     t.ok(len(leads) == 2 and leads[0] <= 0.5 and leads[1] <= 3.0 and leads[1] > leads[0] + 1.5,
          "the first variant's tenants get --first-lead to start, the next --lead", leads)
+    t.ok("prime_us = 400" in limits.get("infer", "") and "priority = critical" in limits.get("infer", "")
+         and "guard_us = 600" in limits.get("hog", "") and "prime_us = 0" in limits.get("hog", ""),
+         "gs_guard600p400: A critical with the prime at 400 us, B with the guard at 600 us", limits)
     infer = [a for m, a in argv if m == "infer"]
     hog = [a for m, a in argv if m == "hog"]
     t.ok(len(infer) == 2 and len(hog) == 2, "A and B started once per variant", [m for m, _ in argv])

@@ -94,6 +94,32 @@ for bad, says in (("soon", "whole number"), ("100001", "outside 0..100000")):
     ok(r.returncode == 2 and "--guard" in r.stderr and says in r.stderr, f"--guard {bad} is refused clearly",
        r.stderr)
 
+# The prime: a critical command on time-slicing gets it (250 us by default);
+# others are refused, and get none.
+r, texts = kept_limits(["--critical"])
+ok(r.returncode == 0 and any("prime_us = 250" in t and "priority = critical" in t for t in texts) and
+   "switched back to this command's context 250 us before" in r.stderr,
+   "by default a critical command gets the prime at 250 us, and run tells", (r.stderr, texts))
+r, texts = kept_limits(["--critical", "--prime", "400"])
+ok(r.returncode == 0 and any("prime_us = 400" in t for t in texts), "--prime 400: the slice's limits say so",
+   (r.stderr, texts))
+for off in ("off", "0"):
+    r, texts = kept_limits(["--critical", "--prime", off])
+    ok(r.returncode == 0 and texts and all("prime_us = 0" in t for t in texts) and "prime  :" not in r.stderr,
+       f"--prime {off}: no prime", (r.stderr, texts))
+for flags, why in ((["--compute", "50"], "a best-effort command"),
+                   (["--critical", "--sharing", "mps"], "--sharing mps")):
+    r = run(["--prime", "400"] + flags, SHOW)
+    ok(r.returncode == 2 and "--prime is for a --critical command on --sharing timeslice" in r.stderr,
+       f"--prime with {why} is refused", r.stderr)
+    r, texts = kept_limits(flags)
+    ok(r.returncode == 0 and texts and all("prime_us = 0" in t for t in texts),
+       f"{why}: no prime by default", (r.stderr, texts))
+for bad, says in (("soon", "whole number"), ("100001", "outside 0..100000")):
+    r = run(["--critical", "--prime", bad], SHOW)
+    ok(r.returncode == 2 and "--prime" in r.stderr and says in r.stderr, f"--prime {bad} is refused clearly",
+       r.stderr)
+
 # A workload that raises its own thread percentage after start-up gets the
 # slice's value back when it first reaches the driver (the interposer
 # initialises before the real driver starts).

@@ -29,6 +29,7 @@
     X(CU_DEV_RESOURCE_TYPE_SM, CU_DEV_RESOURCE_TYPE_SM)                                       \
     X(CU_GREEN_CTX_DEFAULT_STREAM, CU_GREEN_CTX_DEFAULT_STREAM)                               \
     X(CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_CAPTURE_STATUS_NONE)                           \
+    X(CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_RELAXED)                         \
     X(CUDA_SUCCESS, CUDA_SUCCESS)                                                             \
     X(CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE)                                     \
     X(CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY)                                     \

@@ -132,6 +132,9 @@ static const int entry_version[E_COUNT] = {
     [E_cuGreenCtxStreamCreate] = 12050,
     [E_cuStreamWaitEvent] = 3020,
     [E_cuStreamIsCapturing] = 10000,
+    [E_cuModuleLoadData] = 2000,
+    [E_cuModuleGetFunction] = 2000,
+    [E_cuThreadExchangeStreamCaptureMode] = 10010,
 };
 
 /* ---- state ---- */
@@ -208,7 +211,7 @@ static struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic unsigned long calls[E_COUNT];
-static _Atomic unsigned long long launches, green_launches;
+static _Atomic unsigned long long launches, green_launches, module_launches;
 /* Most kernels found still queued on a stream by a launch (GS_FAKE_KERNEL_US). */
 static _Atomic unsigned long long max_queued;
 static atomic_bool banner_done;
@@ -253,6 +256,8 @@ __attribute__((destructor)) static void fake_fini(void)
     pthread_mutex_unlock(&lock);
 }
 
+static void fake_modules_reset(void);
+
 static void reset_state(void)
 {
     free_records();
@@ -272,7 +277,9 @@ static void reset_state(void)
         atomic_store(&calls[e], 0);
     atomic_store(&launches, 0);
     atomic_store(&green_launches, 0);
+    atomic_store(&module_launches, 0);
     atomic_store(&max_queued, 0);
+    fake_modules_reset();
 }
 
 static void fake_init(void)
@@ -1165,6 +1172,8 @@ CUresult cuMemHostUnregister(void *p)
 
 /* ---- launches and synchronisation ---- */
 
+static int fake_function_is_ours(const void *f);
+
 /* Queues one simulated kernel (or graph) of GS_FAKE_KERNEL_US on a stream. */
 static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                        unsigned by, unsigned bz, CUstream hStream)
@@ -1193,6 +1202,8 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
     struct rec *r = hStream ? rec_find(K_STREAM, (uint64_t)(uintptr_t)hStream) : NULL;
     if (r && r->green_sms)
         atomic_fetch_add(&green_launches, 1);
+    if (fake_function_is_ours(what))
+        atomic_fetch_add(&module_launches, 1);
     return CUDA_SUCCESS;
 }
 
@@ -1704,6 +1715,12 @@ unsigned long long gsfake_green_launches(void)
     return atomic_load(&green_launches);
 }
 
+unsigned long long gsfake_module_launches(void)
+{
+    pthread_once(&once, fake_init);
+    return atomic_load(&module_launches);
+}
+
 unsigned long long gsfake_max_queued(void)
 {
     pthread_once(&once, fake_init);
@@ -1969,5 +1986,97 @@ CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureSta
     if (!captureStatus)
         return CUDA_ERROR_INVALID_VALUE;
     *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE; /* the fake never captures */
+    return CUDA_SUCCESS;
+}
+
+/* ---- modules: PTX text, as the interposer's prime loads it. The fake
+ * compiles nothing: a module is its text's ".entry" names, in the context
+ * current at the load; a function is one of them, and its launches are
+ * counted (gsfake_module_launches). ---- */
+
+#define FAKE_MODULES_MAX 16
+#define FAKE_ENTRY_MAX 64
+struct fake_function {
+    char name[FAKE_ENTRY_MAX];
+};
+static struct fake_module {
+    int used;
+    struct ctx *ctx;
+    struct fake_function fn[4];
+    int nfn;
+} modules[FAKE_MODULES_MAX];
+static __thread CUstreamCaptureMode capture_mode;
+
+static void fake_modules_reset(void)
+{
+    memset(modules, 0, sizeof modules);
+}
+
+static int fake_function_is_ours(const void *f)
+{
+    const char *p = f, *lo = (const char *)modules,
+               *hi = (const char *)(modules + FAKE_MODULES_MAX);
+    return p >= lo && p < hi;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    ENTER(cuModuleLoadData);
+    NEED_INIT();
+    struct ctx *c = ctx_current();
+    if (!c)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!module || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    const char *text = image;
+    if (!strstr(text, ".version") || !strstr(text, ".target"))
+        return 218; /* CUDA_ERROR_INVALID_PTX: not PTX text (nor anything else the fake knows) */
+    for (int i = 0; i < FAKE_MODULES_MAX; i++) {
+        struct fake_module *m = &modules[i];
+        if (m->used)
+            continue;
+        memset(m, 0, sizeof *m);
+        for (const char *e = strstr(text, ".entry "); e && m->nfn < 4;
+             e = strstr(e + 1, ".entry ")) {
+            const char *n = e + strlen(".entry ");
+            size_t len = strcspn(n, "( \t\n{");
+            if (len == 0 || len >= FAKE_ENTRY_MAX)
+                return 218;
+            memcpy(m->fn[m->nfn++].name, n, len);
+        }
+        m->used = 1;
+        m->ctx = c;
+        *module = (CUmodule)m;
+        return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    ENTER(cuModuleGetFunction);
+    NEED_INIT();
+    struct fake_module *m = (struct fake_module *)hmod;
+    if (!fake_function_is_ours(m) || !m->used)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!hfunc || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (int i = 0; i < m->nfn; i++)
+        if (!strcmp(m->fn[i].name, name)) {
+            *hfunc = (CUfunction)&m->fn[i];
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    ENTER(cuThreadExchangeStreamCaptureMode);
+    NEED_INIT();
+    if (!mode || (int)*mode < 0 || *mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode old = capture_mode;
+    capture_mode = *mode;
+    *mode = old;
     return CUDA_SUCCESS;
 }

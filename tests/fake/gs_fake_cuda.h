@@ -43,7 +43,6 @@
     X(cuGetExportTable, (const void **ppExportTable, const void *pExportTableId),            \
       (ppExportTable, pExportTableId))                                                       \
     X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))                  \
-    X(cuStreamCreate, (CUstream * phStream, unsigned int Flags), (phStream, Flags))          \
     X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                                     \
     X(cuStreamQuery_ptsz, (CUstream hStream), (hStream))                                     \
     X(cuMemGetAllocationGranularity,                                                         \
@@ -59,9 +58,10 @@ GS_FAKE_CU_ALL(GS_FAKE_CU_DECLARE)
 #undef GS_FAKE_CU_DECLARE
 
 /* Test-only calls (not in any real driver). */
-unsigned long long gsfake_used(int dev);        /* bytes the fake counts in use on dev */
-unsigned long long gsfake_launches(void);       /* kernel and graph launches since reset */
-unsigned long long gsfake_green_launches(void); /* of those, on a green context's stream */
+unsigned long long gsfake_used(int dev);         /* bytes the fake counts in use on dev */
+unsigned long long gsfake_launches(void);        /* kernel and graph launches since reset */
+unsigned long long gsfake_green_launches(void);  /* of those, on a green context's stream */
+unsigned long long gsfake_module_launches(void); /* of those, of a cuModuleGetFunction function */
 unsigned long long gsfake_max_queued(void); /* most kernels a launch found queued on its stream */
 unsigned long long gsfake_calls(const char *name); /* calls of one entry point since reset */
 /* Drops all state (allocations, contexts, streams, counters, cuInit) and

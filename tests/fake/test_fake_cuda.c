@@ -1081,6 +1081,27 @@ static CUresult call_cuStreamIsCapturing(void)
     return cuStreamIsCapturing(stream(), &cs);
 }
 
+static const char ptx[] = ".version 6.0\n.target sm_50\n.address_size 64\n"
+                          ".visible .entry k()\n{\n\tret;\n}\n";
+static CUresult call_cuModuleLoadData(void)
+{
+    CUmodule m;
+    return cuModuleLoadData(&m, ptx);
+}
+static CUresult call_cuModuleGetFunction(void)
+{
+    CUmodule m;
+    CUfunction f;
+    if (cuModuleLoadData(&m, ptx) != CUDA_SUCCESS)
+        return CUDA_ERROR_UNKNOWN;
+    return cuModuleGetFunction(&f, m, "k");
+}
+static CUresult call_cuThreadExchangeStreamCaptureMode(void)
+{
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    return cuThreadExchangeStreamCaptureMode(&m);
+}
+
 static const struct {
     const char *name;
     CUresult (*call)(void);
@@ -1089,6 +1110,36 @@ static const struct {
     GS_FAKE_CU_ALL(X)
 #undef X
 };
+
+/* Modules as the interposer's prime uses them: PTX text in, its entry points
+ * out, their launches counted apart from the application's. */
+static void test_modules(void **st)
+{
+    (void)st;
+    fresh(NULL);
+    CUmodule m;
+    CUfunction f;
+    assert_int_equal(cuModuleLoadData(&m, ptx), CUDA_ERROR_NOT_INITIALIZED);
+    with_context(0);
+    assert_int_equal(cuModuleLoadData(&m, "not ptx"), 218);
+    assert_int_equal(cuModuleLoadData(&m, NULL), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuModuleLoadData(&m, ptx), CUDA_SUCCESS);
+    assert_int_equal(cuModuleGetFunction(&f, m, "nothere"), CUDA_ERROR_NOT_FOUND);
+    assert_int_equal(cuModuleGetFunction(&f, (CUmodule)&out_int, "k"), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cuModuleGetFunction(&f, m, "k"), CUDA_SUCCESS);
+    assert_int_equal(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+    assert_int_equal(cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+                     CUDA_SUCCESS);
+    assert_int_equal(gsfake_launches(), 2);
+    assert_int_equal(gsfake_module_launches(), 1);
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    assert_int_equal(cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+    assert_int_equal(mode, CU_STREAM_CAPTURE_MODE_GLOBAL); /* what it was */
+    mode = (CUstreamCaptureMode)7;
+    assert_int_equal(cuThreadExchangeStreamCaptureMode(&mode), CUDA_ERROR_INVALID_VALUE);
+    gsfake_reset();
+    assert_int_equal(gsfake_module_launches(), 0);
+}
 
 /* with_context without asserting: under injection some of its steps fail. */
 static void try_context(void)
@@ -1205,6 +1256,7 @@ int main(void)
         cmocka_unit_test(test_resolver_every_export),
         cmocka_unit_test(test_resolver_versions_and_flags),
         cmocka_unit_test(test_export_table_unsupported),
+        cmocka_unit_test(test_modules),
         cmocka_unit_test(test_inject_every_entry_point),
         cmocka_unit_test(test_inject_nth_call),
         cmocka_unit_test(test_malformed_config_reported),

@@ -676,6 +676,47 @@ static void test_guard_from_limits(void **st)
     assert_null(strstr(out, "guard on:"));
 }
 
+/* The prime comes from the limits (prime_us): a critical tenant on
+ * time-slicing whose requests come in a rhythm launches its own tiny kernel
+ * in its gaps (the fake driver counts them apart from the application's);
+ * off without the key, and ignored, with a warning, for a best-effort
+ * tenant. Wiring, not timing: the lead is half the gap, so a slow machine
+ * (the sanitizer builds) still primes; when, exactly, is tested in virtual
+ * time (test_compute.c). */
+static void test_prime_from_limits(void **st)
+{
+    (void)st;
+    const char *args[] = {"direct", "requests", "14", "30", NULL};
+    struct gs_limits l;
+    gs_error err;
+    struct slice crit, off, be;
+    mkslice(&crit, GiB);
+    set_compute(&crit, 0, GS_PRIO_CRITICAL);
+    assert_int_equal(gs_limits_load(crit.p.limits, &l, &err), 0);
+    l.prime_us = 15000;
+    assert_int_equal(gs_limits_write(crit.p.limits, &l, &err), 0);
+    const char *out = run(&crit, "GPUSLICE_LOG_LEVEL=debug", args);
+    assert_int_equal(field(out, "requests "), 14);
+    assert_non_null(strstr(out, "prime on: the GPU is switched back"));
+    /* 4 gaps learnt at the 5th request: the gaps after it, up to 10, primed. */
+    long primes = field(out, "primes ");
+    assert_true(primes >= 1 && primes <= 10);
+    assert_non_null(strstr(out, "prime: 1 primes, 15000 us before each request was due"));
+    mkslice(&off, GiB);
+    set_compute(&off, 0, GS_PRIO_CRITICAL); /* a limits file without prime_us */
+    out = run(&off, "GPUSLICE_LOG_LEVEL=debug", args);
+    assert_int_equal(field(out, "primes "), 0);
+    assert_null(strstr(out, "prime on:"));
+    mkslice(&be, GiB);
+    set_compute(&be, 50, GS_PRIO_BEST_EFFORT);
+    assert_int_equal(gs_limits_load(be.p.limits, &l, &err), 0);
+    l.prime_us = 15000;
+    assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
+    out = run(&be, "GPUSLICE_LOG_LEVEL=debug", args);
+    assert_int_equal(field(out, "primes "), 0);
+    assert_non_null(strstr(out, "prime_us = 15000 ignored"));
+}
+
 static void test_shrink_falls_back_without_green_context(void **st)
 {
     (void)st;
@@ -756,6 +797,7 @@ int main(void)
         cmocka_unit_test(test_hostile_limits_fail_closed),
         cmocka_unit_test(test_missing_ledger_still_enforces),
         cmocka_unit_test(test_best_effort_yields_to_critical),
+        cmocka_unit_test(test_prime_from_limits),
         cmocka_unit_test(test_nvml_reports_the_slice),
         cmocka_unit_test(test_pool_charged_by_reservation),
         cmocka_unit_test(test_truncated_peer_ledger_is_harmless),

@@ -407,6 +407,23 @@ int main(int argc, char **argv)
                queued ? queued() : 0ull);
         return 0;
     }
+    if (!strcmp(s, "requests") && argc > 4) {
+        /* A serving loop: argv[3] requests (a kernel, then a sync), argv[4] ms
+         * apart; then how many kernels of a module (the interposer's prime)
+         * the fake driver saw launched. */
+        long n = strtol(argv[3], NULL, 10), ms = strtol(argv[4], NULL, 10);
+        for (long i = 0; i < n; i++) {
+            if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0 ||
+                A.cuCtxSynchronize() != 0)
+                return 4;
+            struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        unsigned long long (*primes)(void) =
+            (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "gsfake_module_launches");
+        printf("requests %ld primes %llu\n", n, primes ? primes() : 0ull);
+        return 0;
+    }
     if (!strcmp(s, "launch-pause") && argc > 4) {
         /* A framework that launches, synchronises, then stays on the CPU (or
          * idle) for argv[4] ms before it launches again. */
