@@ -408,6 +408,11 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
                     "that should end %llu us before its next request is due",
                     (unsigned long long)a->cfg.besteffort_guard_us);
     }
+    if (a->cfg.critical_prime_us && a->cfg.critical_prime_us != GS_PRIME_DEFAULT_US &&
+        a->cfg.compute_sharing != GS_SHARING_TIMESLICE) /* set, for nothing */
+        GS_LOGW("critical_prime_us = %llu has no effect: under compute_sharing = mps the tenants "
+                "share one context, and there is no switch back to prime",
+                (unsigned long long)a->cfg.critical_prime_us);
     publish_node(a);
     *out = a;
     return GS_OK;

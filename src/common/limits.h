@@ -28,12 +28,14 @@ enum gs_yield { GS_YIELD_GATE = 0, GS_YIELD_BOUND = 1, GS_YIELD_SHRINK = 2 };
 enum gs_exec_sharing { GS_SHARING_TIMESLICE = 0, GS_SHARING_MPS = 1 };
 /* The guard's margin at most: 100 ms, far beyond any serving loop's gap. The
  * default of best-effort slices that gate (gpuslice run, the agent): measured
- * on the H200 (docs/compute.md, session 6) it took a graph-launched model's
- * p99 from 1.25-1.55x to 1.10-1.22x of its own alone at 3-10 ms between
- * requests, for 2-8 points of the best-effort tenant's throughput. A limits
- * file without the key means off (files written before session 6). */
+ * on the H200 (docs/compute.md, session 6) 300 us took a graph-launched
+ * model's p99 from 1.25-1.55x to 1.10-1.22x of its own alone at 3-10 ms
+ * between requests, for 2-8 points of the best-effort tenant's throughput;
+ * with the critical tenant's prime (session 8) 600 us gave 1.01-1.06x at
+ * 3-6 ms (300 us: 1.09-1.19x), for 3-10 more points. A limits file without
+ * the key means off (files written before session 6). */
 #define GS_GUARD_MAX_US 100000
-#define GS_GUARD_DEFAULT_US 300
+#define GS_GUARD_DEFAULT_US 600
 /* The prime's lead at most, and the default of latency-critical slices on
  * time-slicing (gpuslice run, the agent): a critical tenant touches the GPU
  * in its own context this long before its next request is due, so the GPU

@@ -65,7 +65,7 @@
 /* How often a gated best-effort tenant looks again while a critical one runs. */
 #define GS_CC_CRIT_POLL_NS (50ull * 1000)
 /* The guard (off unless gs_cc_self.guard_ns is set: the interposer sets it
- * from the slice's guard_us limit, 300 us by default). A gated best-effort
+ * from the slice's guard_us limit, 600 us by default). A gated best-effort
  * tenant learns the critical tenant's gaps between requests (from its
  * "finished" stamp to its next launch, the shortest of the last
  * GS_CC_GUARD_GAPS) and launches in a gap only a kernel that should end

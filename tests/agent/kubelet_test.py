@@ -347,8 +347,8 @@ def replica(tmp, dp, pr):
         # (16 GiB - 4 x 608 MiB) / 4 = 3488 MiB, 25 %.
         tap.ok(lim.get("memory") == str(3488 * MiB) and lim.get("compute") == "25",
                "a replica is enforced: 3488 MiB and 25%", lim)
-        tap.ok(lim.get("yield") == "gate" and lim.get("guard_us") == "300",
-               "by default a best-effort slice gates, with the guard at 300 us", lim)
+        tap.ok(lim.get("yield") == "gate" and lim.get("guard_us") == "600",
+               "by default a best-effort slice gates, with the guard at 600 us", lim)
         c = r.container_responses[0]
         tap.ok([d.name for d in c.cdi_devices] == ["nvidia.com/gpu=SIM-GPU-0000"] and
                dict(c.envs).get("NVIDIA_VISIBLE_DEVICES") == "void",
@@ -486,7 +486,7 @@ def mps_shrink(tmp, dp, pr):
                                         "--state-root", os.path.join(tmp, "state4"), "--reclaim-interval", "0",
                                         "--compute-sharing", "mps", "--mps-pipe-dir", pipe,
                                         "--critical-yield", "shrink", "--besteffort-green-sms", "64",
-                                        "--besteffort-guard-us", "600"]).start()
+                                        "--besteffort-guard-us", "450", "--critical-prime-us", "400"]).start()
     try:
         mem, rt = plugins(kub, agent, dp, kdir, "shrink")
         if not mem:
@@ -494,13 +494,15 @@ def mps_shrink(tmp, dp, pr):
         lim = read_limits(mounts(mem.allocate(["gpu0-mem-0000"]))["/run/gpuslice/limits"][0])
         tap.ok(lim.get("yield") == "shrink" and lim.get("green_sms") == "64" and lim.get("guard_us") == "0",
                "critical_yield shrink: best-effort limits say yield shrink on 64 SMs (no guard)", lim)
-        tap.ok("besteffort_guard_us = 600 has no effect" in agent.tail(200),
+        tap.ok("besteffort_guard_us = 450 has no effect" in agent.tail(200),
                "the agent says the guard does nothing with shrink", agent.tail())
+        tap.ok("critical_prime_us = 400 has no effect" in agent.tail(200),
+               "the agent says the prime does nothing under MPS", agent.tail())
         r2 = mem.allocate(["gpu0-mem-0001"])
         rt.allocate(["gpu0-rt-0"])
         lim2 = read_limits(mounts(r2)["/run/gpuslice/limits"][0])
-        tap.ok(lim2.get("priority") == "critical" and lim2.get("green_sms") == "0",
-               "critical limits: no green context", lim2)
+        tap.ok(lim2.get("priority") == "critical" and lim2.get("green_sms") == "0" and lim2.get("prime_us") == "0",
+               "critical limits: no green context, no prime under MPS", lim2)
         mem.close()
         rt.close()
     finally:

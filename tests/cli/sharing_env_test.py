@@ -69,18 +69,18 @@ ok(r.returncode == 2 and "--green-sms" in r.stderr and "whole number" in r.stder
    "a malformed --green-sms is refused clearly", r.stderr)
 
 # The guard: a best-effort command that gates gets it; others are refused.
-r, texts = kept_limits(["--compute", "50", "--guard", "600"])
-ok(r.returncode == 0 and any("guard_us = 600" in t and "yield = gate" in t for t in texts) and
-   "should end 600 us before its next request" in r.stderr,
-   "--guard 600: the slice's limits say so, and run tells", (r.stderr, texts))
+r, texts = kept_limits(["--compute", "50", "--guard", "450"])
+ok(r.returncode == 0 and any("guard_us = 450" in t and "yield = gate" in t for t in texts) and
+   "should end 450 us before its next request" in r.stderr,
+   "--guard 450: the slice's limits say so, and run tells", (r.stderr, texts))
 for flags, why in ((["--critical"], "a critical command"), (["--yield", "bound"], "--yield bound"),
                    (["--sharing", "mps"], "--sharing mps (bound by default)")):
     r = run(["--guard", "600"] + flags, SHOW)
     ok(r.returncode == 2 and "--guard is for a best-effort command with --yield gate" in r.stderr,
        f"--guard with {why} is refused", r.stderr)
 r, texts = kept_limits(["--compute", "50"])
-ok(r.returncode == 0 and any("guard_us = 300" in t for t in texts) and "end 300 us before" in r.stderr,
-   "by default a best-effort command gets the guard at 300 us", (r.stderr, texts))
+ok(r.returncode == 0 and any("guard_us = 600" in t for t in texts) and "end 600 us before" in r.stderr,
+   "by default a best-effort command gets the guard at 600 us", (r.stderr, texts))
 for off in ("off", "0"):
     r, texts = kept_limits(["--compute", "50", "--guard", off])
     ok(r.returncode == 0 and texts and all("guard_us = 0" in t for t in texts) and "guard  :" not in r.stderr,

@@ -30,8 +30,8 @@ ok(len(sl) == 1 and sl[0]["id"].startswith("run-"), "one slice listed, by its id
 s = sl[0] if sl else {}
 ok(s.get("memory_cap_bytes") == 1 << 30 and s.get("compute_percent") == 20 and s.get("simulated") and
    s.get("sharing") == "timeslice" and s.get("mps_threads_percent") == 0 and s.get("yield") == "gate" and
-   s.get("green_sms") == 0 and s.get("guard_us") == 300 and s.get("compute_mode") == "share" and s.get("priority") == "best-effort",
-   "limits shown: 1 GiB, 20 % share, best-effort, simulated, time-sliced, gated (guard 300 us) next to a critical tenant",
+   s.get("green_sms") == 0 and s.get("guard_us") == 600 and s.get("prime_us") == 0 and s.get("compute_mode") == "share" and s.get("priority") == "best-effort",
+   "limits shown: 1 GiB, 20 % share, best-effort, simulated, time-sliced, gated (guard 600 us) next to a critical tenant",
    s)
 # The demo loads 256 MiB of weights, fills the rest with 256 MiB blocks, hits the cap once.
 ok(s.get("peak_process_bytes") == 1 << 30 and s.get("allocations") == 4 and s.get("refused_by_cap") == 1,
