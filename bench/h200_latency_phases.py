@@ -15,7 +15,7 @@ MPS) and B alone.
 Variants (--configs):
   native           plain time-slicing, no gpuslice
   gs_gate          gpuslice on time-slicing: A --critical, B best-effort (yield = gate), without
-                   the guard (the default since session 6: gs_guard300)
+                   the guard (the defaults: gs_guard300 in sessions 6-7, gs_guard600p250 since session 8)
   gs_bound         gpuslice on time-slicing: A --critical, B best-effort with yield = bound
                    (one kernel in flight while A is busy, instead of none)
   mps_t100         plain NVIDIA MPS, B at all threads
