@@ -83,6 +83,15 @@ void gs_prime_init(void)
                 (unsigned long long)l->prime_us);
 }
 
+/* The context the application last synchronised in is gone (destroyed, or
+ * the driver is shutting down at exit): nothing to say, and nothing broken;
+ * the next request's context gets the kernel anew. */
+static int context_gone(CUresult rc)
+{
+    return rc == CUDA_ERROR_INVALID_CONTEXT || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED ||
+           rc == CUDA_ERROR_DEINITIALIZED;
+}
+
 /* Our context, with the empty kernel and a stream of its own in it. 0: ready. */
 static int prime_ready(CUcontext ctx)
 {
@@ -95,9 +104,11 @@ static int prime_ready(CUcontext ctx)
     if (!r->cuCtxSetCurrent || !r->cuModuleLoadData || !r->cuModuleGetFunction ||
         !r->cuStreamCreate || !r->cuLaunchKernel)
         goto fail;
-    step = "cuCtxSetCurrent";
-    if ((rc = r->cuCtxSetCurrent(ctx)) != CUDA_SUCCESS)
-        goto fail;
+    if ((rc = r->cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) {
+        if (!context_gone(rc))
+            GS_LOGD("prime: cuCtxSetCurrent failed (error %d); not this gap", (int)rc);
+        return -1;
+    }
     step = "cuModuleLoadData";
     if ((rc = r->cuModuleLoadData(&mod, prime_ptx)) != CUDA_SUCCESS)
         goto fail;
@@ -126,6 +137,10 @@ static void prime_fire(uint64_t now)
     if (r->cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
         return;
     CUresult rc = r->cuLaunchKernel(pr.fn, 1, 1, 1, 1, 1, 1, 0, pr.stream, NULL, NULL);
+    if (context_gone(rc)) {
+        pr.made_for = NULL; /* a later context of the same address gets its own kernel */
+        return;
+    }
     if (rc != CUDA_SUCCESS) {
         GS_LOGW("prime off: its kernel did not launch (error %d)", (int)rc);
         pr.broken = 1;

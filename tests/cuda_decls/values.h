@@ -34,6 +34,8 @@
     X(CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE)                                     \
     X(CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY)                                     \
     X(CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_NOT_INITIALIZED)                                 \
+    X(CUDA_ERROR_DEINITIALIZED, CUDA_ERROR_DEINITIALIZED)                                     \
+    X(CUDA_ERROR_CONTEXT_IS_DESTROYED, CUDA_ERROR_CONTEXT_IS_DESTROYED)                       \
     X(CUDA_ERROR_NO_DEVICE, CUDA_ERROR_NO_DEVICE)                                             \
     X(CUDA_ERROR_INVALID_DEVICE, CUDA_ERROR_INVALID_DEVICE)                                   \
     X(CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_CONTEXT)                                 \
