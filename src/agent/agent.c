@@ -413,6 +413,16 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
         GS_LOGW("critical_prime_us = %llu has no effect: under compute_sharing = mps the tenants "
                 "share one context, and there is no switch back to prime",
                 (unsigned long long)a->cfg.critical_prime_us);
+    else if (a->cfg.critical_prime_us && a->cfg.besteffort_guard_us &&
+             a->cfg.critical_prime_us >= a->cfg.besteffort_guard_us &&
+             gs_agent_config_yield(&a->cfg) == GS_YIELD_GATE)
+        /* The prime would come while best-effort slices may still run: their next
+         * kernel takes the context back before the request. */
+        GS_LOGW("critical_prime_us = %llu is not below besteffort_guard_us = %llu: realtime slices "
+                "switch the GPU back before best-effort ones have stopped, which undoes it; "
+                "keep the prime below the guard (defaults 250 and 600; docs/compute.md)",
+                (unsigned long long)a->cfg.critical_prime_us,
+                (unsigned long long)a->cfg.besteffort_guard_us);
     publish_node(a);
     *out = a;
     return GS_OK;

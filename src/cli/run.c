@@ -40,7 +40,7 @@ static void run_usage(FILE *out)
             "                  (default: half the GPU's; rounded up to the GPU's SM groups)\n"
             "  --guard US|off  with --yield gate: in a critical tenant's gaps between requests,\n"
             "                  launch only kernels that should end US microseconds before its\n"
-            "                  next request is due (learnt from its last gaps); default 300\n"
+            "                  next request is due (learnt from its last gaps); default 600\n"
             "  --prime US|off  with --critical on --sharing timeslice: touch the GPU in this\n"
             "                  command's own context US microseconds before its next request\n"
             "                  is due (learnt from its last gaps), so the GPU has switched back\n"
@@ -355,7 +355,8 @@ int gs_cmd_run(int argc, char **argv)
     int primes = gs_limits_prime_applies(&lim);
     if (lim.prime_us && !primes) {
         fprintf(stderr, "gpuslice run: --prime is for a --critical command on --sharing timeslice "
-                        "(under MPS the tenants share one context: nothing to switch)\n");
+                        "(a best-effort command's launches are not requests to prime; under MPS "
+                        "the tenants share one context: nothing to switch)\n");
         return 2;
     }
     if (!have_prime && primes)

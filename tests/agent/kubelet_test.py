@@ -124,7 +124,8 @@ def fractional(tmp, dp, pr):
     agent = Agent(tmp, "agent", ["--backend", "simulated", "--sim-config", sim, "--kubelet-dir", kdir,
                                  "--state-root", state, "--interposer-path", interposer,
                                  "--pod-resources-socket", podres_sock, "--reclaim-interval", "1",
-                                 "--reclaim-grace", "0", "--besteffort-guard-us", "600"]).start()
+                                 "--reclaim-grace", "0", "--besteffort-guard-us", "450",
+                                 "--critical-prime-us", "500"]).start()
     try:
         regs = kub.wait_registrations(3)
         names = sorted(r[1].resource_name for r in regs)
@@ -176,8 +177,8 @@ def fractional(tmp, dp, pr):
         tap.ok(lim.get("memory") == str(2 * GiB) and lim.get("compute") == "30" and
                lim.get("context_reserve") == str(608 * MiB) and lim.get("simulated") == "true" and
                lim.get("priority") == "best-effort" and lim.get("device") == "SIM-GPU-0000" and
-               lim.get("yield") == "gate" and lim.get("guard_us") == "600" and lim.get("prime_us") == "0",
-               "limits file: 2 GiB, 30%, context reserve 608 MiB, simulated; gate with the guard at 600 us, "
+               lim.get("yield") == "gate" and lim.get("guard_us") == "450" and lim.get("prime_us") == "0",
+               "limits file: 2 GiB, 30%, context reserve 608 MiB, simulated; gate with the guard at 450 us, "
                "no prime",
                lim)
         tap.ok(os.path.exists(lim_path) and stat.S_IMODE(os.stat(lim_path).st_mode) == 0o444,
@@ -192,8 +193,10 @@ def fractional(tmp, dp, pr):
         lim3 = read_limits(mounts(r3)["/run/gpuslice/limits"][0])
         tap.ok(envs(r3)["GPUSLICE_SLICE_ID"] == envs(r4)["GPUSLICE_SLICE_ID"] and lim3.get("priority") == "critical"
                and lim3.get("memory") == str(1 * GiB) and envs(r3)["GPUSLICE_SLICE_ID"] != e1["GPUSLICE_SLICE_ID"]
-               and lim3.get("guard_us") == "0" and lim3.get("prime_us") == "250",
-               "realtime slot joins the next container's slice as critical (no guard; the prime at 250 us)", lim3)
+               and lim3.get("guard_us") == "0" and lim3.get("prime_us") == "500",
+               "realtime slot joins the next container's slice as critical (no guard; the prime at 500 us)", lim3)
+        tap.ok("critical_prime_us = 500 is not below besteffort_guard_us = 450" in agent.tail(400),
+               "the agent says a prime not below the guard undoes itself", agent.tail())
 
         # GetPreferredAllocation: the open slice's GPU first; else best fit.
         avail = ["gpu0-mem-%04d" % i for i in range(12, 45)] + ["gpu1-mem-%04d" % i for i in range(45)]

@@ -365,6 +365,22 @@ static void test_standalone_slice(void **st)
     assert_int_equal(back.compute, 30);
     assert_int_equal(back.context_reserve, 608ull << 20);
     assert_true(back.simulated);
+    /* The defaults on time-slicing: a best-effort slice gates with the guard
+     * at 600 us and no prime; a critical one primes at 250 us, no guard; under
+     * MPS a critical slice has nothing to prime. */
+    assert_int_equal(back.guard_us, GS_GUARD_DEFAULT_US);
+    assert_int_equal(back.guard_us, 600);
+    assert_int_equal(back.prime_us, 0);
+    assert_int_equal(gs_resources_standalone_slice(&c, 1ull << 30, 0, 1, "run-3", &l, &p, &err), 0);
+    assert_int_equal(l.prime_us, GS_PRIME_DEFAULT_US);
+    assert_int_equal(l.prime_us, 250);
+    assert_int_equal(l.guard_us, 0);
+    assert_int_equal(gs_slice_remove(dir, "run-3", &err), 0);
+    c.compute_sharing = GS_SHARING_MPS;
+    assert_int_equal(gs_resources_standalone_slice(&c, 1ull << 30, 0, 1, "run-4", &l, &p, &err), 0);
+    assert_int_equal(l.prime_us, 0);
+    assert_int_equal(gs_slice_remove(dir, "run-4", &err), 0);
+    c.compute_sharing = GS_SHARING_TIMESLICE;
     /* 16 GiB - 8 x 608 MiB = 11.25 GiB on offer: 13 GiB does not fit. */
     assert_int_equal(gs_resources_standalone_slice(&c, 13ull << 30, 30, 0, "run-2", &l, &p, &err),
                      GS_ERANGE);
