@@ -50,7 +50,7 @@ static struct {
     _Atomic uint32_t seq;      /* futex word: bumped at every sync */
     _Atomic int waiting;       /* the thread sleeps on seq */
     _Atomic(CUcontext) ctx;    /* the context the application synchronised in */
-    int started;               /* thread running (start_lock) */
+    _Atomic int started;       /* thread running (set under start_lock) */
     /* The thread's own: */
     CUcontext made_for;
     CUfunction fn;
@@ -197,15 +197,19 @@ static void *prime_thread(void *arg)
 static void prime_start(void)
 {
     pthread_mutex_lock(&start_lock);
-    if (!pr.started) {
+    if (!atomic_load(&pr.started)) {
         pthread_t t;
         pthread_attr_t a;
         pthread_attr_init(&a);
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &a, prime_thread, NULL) == 0)
-            pr.started = 1;
-        else
+        if (pthread_create(&t, &a, prime_thread, NULL) == 0) {
+            atomic_store(&pr.started, 1);
+        } else {
             atomic_store(&pr.on, 0);
+            GS_LOGW("prime off: no thread for it (%s); this tenant's requests may pay the GPU's "
+                    "switch back from another tenant's context",
+                    "pthread_create failed");
+        }
         pthread_attr_destroy(&a);
     }
     pthread_mutex_unlock(&start_lock);
@@ -222,7 +226,7 @@ void gs_prime_launched(uint64_t now)
     pthread_mutex_lock(&pr.lock);
     gs_cc_prime_launched(&pr.p, now);
     pthread_mutex_unlock(&pr.lock);
-    if (GS_UNLIKELY(!pr.started))
+    if (GS_UNLIKELY(!atomic_load_explicit(&pr.started, memory_order_relaxed)))
         prime_start();
 }
 
@@ -247,7 +251,7 @@ void gs_prime_after_fork(void)
 {
     /* The thread did not come along: a child that is a critical tenant too
      * starts its own at its first request. */
-    pr.started = 0;
+    atomic_store(&pr.started, 0);
     pthread_mutex_init(&pr.lock, NULL);
     pthread_mutex_init(&start_lock, NULL);
     pr.made_for = NULL;
