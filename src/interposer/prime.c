@@ -98,17 +98,19 @@ static int prime_ready(CUcontext ctx)
     const struct gs_real *r = &gs_g.real;
     if (pr.made_for == ctx)
         return 0;
-    const char *step = "the driver lacks an entry point the prime needs";
-    CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
-    CUmodule mod;
     if (!r->cuCtxSetCurrent || !r->cuModuleLoadData || !r->cuModuleGetFunction ||
-        !r->cuStreamCreate || !r->cuLaunchKernel)
-        goto fail;
-    if ((rc = r->cuCtxSetCurrent(ctx)) != CUDA_SUCCESS) {
-        if (!context_gone(rc))
-            GS_LOGD("prime: cuCtxSetCurrent failed (error %d); not this gap", (int)rc);
+        !r->cuStreamCreate || !r->cuLaunchKernel) {
+        GS_LOGW("prime off: the driver lacks an entry point it needs (cuModuleLoadData, "
+                "cuModuleGetFunction, cuStreamCreate); this tenant's requests may pay the GPU's "
+                "switch back from another tenant's context");
+        pr.broken = 1;
         return -1;
     }
+    const char *step = "cuCtxSetCurrent";
+    CUresult rc;
+    CUmodule mod;
+    if ((rc = r->cuCtxSetCurrent(ctx)) != CUDA_SUCCESS)
+        goto fail;
     step = "cuModuleLoadData";
     if ((rc = r->cuModuleLoadData(&mod, prime_ptx)) != CUDA_SUCCESS)
         goto fail;
@@ -121,6 +123,8 @@ static int prime_ready(CUcontext ctx)
     pr.made_for = ctx;
     return 0;
 fail:
+    if (context_gone(rc))
+        return -1; /* not this gap; a later context is prepared anew */
     GS_LOGW("prime off: %s failed (error %d); this tenant's requests may pay the GPU's switch "
             "back from another tenant's context",
             step, (int)rc);

@@ -70,7 +70,7 @@ static pid_t spawn(const struct slice *s, const char *extra_env, int *out_fd,
     assert_true(pid >= 0);
     if (pid == 0) {
         dup2(pfd[1], 1);
-        if (extra_env && !strncmp(extra_env, "GPUSLICE_LOG_LEVEL=", 19))
+        if (extra_env && strstr(extra_env, "GPUSLICE_LOG_LEVEL="))
             dup2(pfd[1], 2); /* a test that asks for the log reads it with the output */
         close(pfd[0]);
         close(pfd[1]);
@@ -86,12 +86,14 @@ static pid_t spawn(const struct slice *s, const char *extra_env, int *out_fd,
             setenv("GPUSLICE_STATE_DIR", s->p.dir, 1);
         else
             unsetenv("GPUSLICE_STATE_DIR");
-        if (extra_env) {
-            char buf[256];
+        if (extra_env) { /* NAME=VALUE, several separated by spaces */
+            char buf[512], *save = NULL;
             snprintf(buf, sizeof buf, "%s", extra_env);
-            char *eq = strchr(buf, '=');
-            *eq = '\0';
-            setenv(buf, eq + 1, 1);
+            for (char *kv = strtok_r(buf, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
+                char *eq = strchr(kv, '=');
+                *eq = '\0';
+                setenv(kv, eq + 1, 1);
+            }
         }
         const char *argv[12] = {worker};
         for (int i = 0; args[i] && i < 10; i++)
@@ -715,6 +717,16 @@ static void test_prime_from_limits(void **st)
     out = run(&be, "GPUSLICE_LOG_LEVEL=debug", args);
     assert_int_equal(field(out, "primes "), 0);
     assert_non_null(strstr(out, "prime_us = 15000 ignored"));
+    /* A driver that cannot load the kernel: said once, the prime off, the
+     * requests unharmed. A context that is gone (here: the load says so) is
+     * no failure: nothing said, and the next gap tries again. */
+    out = run(&crit, "GPUSLICE_LOG_LEVEL=info GS_FAKE_FAIL=cuModuleLoadData:218", args);
+    assert_non_null(strstr(out, "requests 14 primes 0 loads 1"));
+    assert_non_null(strstr(out, "prime off: cuModuleLoadData failed (error 218)"));
+    out = run(&crit, "GPUSLICE_LOG_LEVEL=info GS_FAKE_FAIL=cuModuleLoadData:201", args);
+    assert_non_null(strstr(out, "requests 14 primes 0"));
+    assert_null(strstr(out, "prime off"));
+    assert_true(field(out, "loads ") >= 2); /* tried again in a later gap */
 }
 
 static void test_shrink_falls_back_without_green_context(void **st)

@@ -421,7 +421,10 @@ int main(int argc, char **argv)
         }
         unsigned long long (*primes)(void) =
             (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "gsfake_module_launches");
-        printf("requests %ld primes %llu\n", n, primes ? primes() : 0ull);
+        unsigned long long (*calls)(const char *) =
+            (unsigned long long (*)(const char *))dlsym(RTLD_DEFAULT, "gsfake_calls");
+        printf("requests %ld primes %llu loads %llu\n", n, primes ? primes() : 0ull,
+               calls ? calls("cuModuleLoadData") : 0ull);
         return 0;
     }
     if (!strcmp(s, "launch-pause") && argc > 4) {
