@@ -21,3 +21,15 @@ class Tap:
     def done(self):
         print("1..%d" % self.n, flush=True)
         return 1 if self.failed else 0
+
+
+def in_tempdir(prefix, check):
+    """check(d) in a fresh temporary directory d, removed afterwards; its return value."""
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix=prefix)
+    try:
+        return check(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -5,14 +5,12 @@ from them, and what the harness passes to the tenants. Device time is short; a h
 that breaks there wastes a whole call."""
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from tap import Tap  # noqa: E402
+from tap import Tap, in_tempdir  # noqa: E402
 
 SRC = os.environ.get("GS_SRC_DIR", os.path.dirname(os.path.dirname(HERE)))
 BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SRC, "build"))
@@ -45,11 +43,7 @@ print(json.dumps(out))
 
 
 def main():
-    d = tempfile.mkdtemp(prefix="gs-phases-test-")
-    try:
-        return check(d)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    return in_tempdir("gs-phases-test-", check)
 
 
 def script(path, body):

@@ -8,14 +8,12 @@ work, and not after A's own work or A's prime. Device time is short; a probe tha
 breaks there wastes a whole call."""
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from tap import Tap  # noqa: E402
+from tap import Tap, in_tempdir  # noqa: E402
 
 SRC = os.environ.get("GS_SRC_DIR", os.path.dirname(os.path.dirname(HERE)))
 
@@ -159,11 +157,7 @@ def check(d):
 
 
 def main():
-    d = tempfile.mkdtemp(prefix="gs-probe-test-")
-    try:
-        return check(d)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    return in_tempdir("gs-probe-test-", check)
 
 
 if __name__ == "__main__":
