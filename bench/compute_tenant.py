@@ -17,6 +17,8 @@ import time
 
 import torch
 
+from h200_common import capture_graph  # the same directory: on sys.path when run as a script
+
 ap = argparse.ArgumentParser()
 ap.add_argument("mode", choices=["hog", "infer"])
 ap.add_argument("--start", type=float, required=True, help="wall-clock time to begin")
@@ -104,16 +106,7 @@ elif args.schedule:
         torch.cuda.synchronize()
         request = lambda: model(x)  # noqa: E731
         if args.graph:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    model(x)
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                model(x)
-            request = graph.replay
+            request = capture_graph(torch, model, x).replay
             for _ in range(20):
                 request()
             torch.cuda.synchronize()

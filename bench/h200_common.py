@@ -1,5 +1,6 @@
 """Helpers the H200 compute benchmarks share: one private NVIDIA MPS control daemon, the
-GPU's clock and power sampled from nvidia-smi, percentiles."""
+GPU's clock and power sampled from nvidia-smi, percentiles, a model captured as a CUDA
+graph."""
 import os
 import subprocess
 import tempfile
@@ -23,6 +24,22 @@ def mps_control(env, what):
         subprocess.run(["nvidia-cuda-mps-control", "-d"], env=e, check=True)
     else:
         subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
+
+
+def capture_graph(torch, model, x):
+    """model(x) captured as one CUDA graph (how serving stacks launch), after three warm-up
+    passes on a side stream as CUDA graph capture requires; the caller replays it. Under
+    torch.no_grad()."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            model(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        model(x)
+    return graph
 
 
 def pct(v, q):

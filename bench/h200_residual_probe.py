@@ -41,7 +41,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from h200_common import pct  # noqa: E402
+from h200_common import capture_graph, pct  # noqa: E402
 
 # condition: (whose work, what, ms idle after it, A's tiny kernel before the request: ms ahead or None)
 PLAN = {"idle": (None, None, 0, None), "own_sweep": ("own", "sweep", 0, None), "own_gemm": ("own", "gemm", 0, None),
@@ -164,15 +164,8 @@ def main():
     x = torch.randn(args.batch, 3, 224, 224, device="cuda", dtype=torch.half)
     bufs = buffers(torch, args.sweep_mib)
     with torch.no_grad():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                model(x)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            model(x)
+        graph = capture_graph(torch, model, x)
+        side = torch.cuda.Stream()  # the prime conditions' tiny kernel goes here
         if h.stdout.readline().strip() != "ready":
             sys.exit("h200_residual_probe: the helper process did not start (torch and a GPU?)")
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
