@@ -535,40 +535,58 @@ struct guard_result {
     uint64_t p99_alone, p99;
     uint64_t be_gpu_ns;
     uint64_t crit_busy_launches;
+    uint64_t primes; /* the critical tenant's (pair_run with a prime lead) */
 };
 
-/* A critical tenant with a request every `every` (seed 0), or thinking for
- * an exponential time of mean `every` after each request (the H200's
- * `--think-dist exp`; seed: the draw's), alone and next to B, whose estimate
- * of its kernels' duration is estimate_ns (0: exact). */
-static void guard_run_every(uint64_t every, uint64_t seed, uint64_t margin_ns,
-                            uint64_t be_kernel_ns, uint64_t estimate_ns, struct guard_result *r)
+/* One simulated pair: a critical tenant A with a request every `every` (seed
+ * 0), or thinking for an exponential time of mean `every` after each request
+ * (the H200's `--think-dist exp`; seed: the draw's), alone and next to a
+ * gated best-effort B with the guard at margin_ns, whose estimate of its
+ * kernels' duration is estimate_ns (0: exact). With switch_ns the GPU's
+ * contexts are modelled, and A primes prime_lead before its next request. */
+struct pair_setup {
+    uint64_t every, seed, margin_ns, be_kernel_ns, estimate_ns, switch_ns, prime_lead;
+};
+
+static void pair_run(const struct pair_setup *o, struct guard_result *r)
 {
-    struct sim alone = {.split = 0};
+    struct sim alone = {.switch_ns = o->switch_ns, .resident = -1, .switch_to = -1};
     struct sim_tenant *ca = add_critical(&alone);
-    ca->req_every = every;
-    ca->req_random = seed;
+    ca->req_every = o->every;
+    ca->req_random = o->seed;
+    ca->prime_lead = o->prime_lead;
     run(&alone, 4 * SEC);
-    struct sim s = {.split = 0};
+    struct sim s = {.switch_ns = o->switch_ns, .resident = -1, .switch_to = -1};
     struct sim_tenant *c = add_critical(&s);
-    c->req_every = every;
-    c->req_random = seed;
+    c->req_every = o->every;
+    c->req_random = o->seed;
+    c->prime_lead = o->prime_lead;
     struct sim_tenant *b = add(&s, "best-effort", 50, 0);
-    b->kernel_ns = be_kernel_ns;
+    b->kernel_ns = o->be_kernel_ns;
     b->max_inflight = 1;
-    b->me.guard_ns = margin_ns;
-    b->me.kernel_ns = estimate_ns ? estimate_ns : be_kernel_ns; /* launch.c measures it */
+    b->me.guard_ns = o->margin_ns;
+    b->me.kernel_ns = o->estimate_ns ? o->estimate_ns : o->be_kernel_ns; /* launch.c measures it */
     run(&s, 4 * SEC);
     r->p99_alone = p99(ca);
     r->p99 = p99(c);
     r->be_gpu_ns = b->gpu_ns[1];
     r->crit_busy_launches = b->launches_while_crit_busy;
-    print_message("%s, guard %.2f ms, BE kernels %.2f ms (estimate %.2f ms): critical p99 alone "
-                  "%.3f ms, with BE %.3f ms; BE %.1f%%\n",
-                  seed ? "random requests" : "a rhythm", (double)margin_ns / MS,
-                  (double)be_kernel_ns / MS, (double)b->me.kernel_ns / MS,
-                  (double)r->p99_alone / MS, (double)r->p99 / MS,
+    r->primes = c->primes;
+    print_message("%s, guard %.2f ms, BE kernels %.2f ms (estimate %.2f ms), switch %.2f ms, "
+                  "prime %.2f ms ahead: critical p99 alone %.3f ms, with BE %.3f ms (%llu "
+                  "primes); BE %.1f%%\n",
+                  o->seed ? "random requests" : "a rhythm", (double)o->margin_ns / MS,
+                  (double)o->be_kernel_ns / MS, (double)b->me.kernel_ns / MS,
+                  (double)o->switch_ns / MS, (double)o->prime_lead / MS, (double)r->p99_alone / MS,
+                  (double)r->p99 / MS, (unsigned long long)r->primes,
                   100.0 * (double)r->be_gpu_ns / (double)(4 * SEC));
+}
+
+static void guard_run_every(uint64_t every, uint64_t seed, uint64_t margin_ns,
+                            uint64_t be_kernel_ns, uint64_t estimate_ns, struct guard_result *r)
+{
+    struct pair_setup o = {every, seed, margin_ns, be_kernel_ns, estimate_ns, 0, 0};
+    pair_run(&o, r);
 }
 
 static void guard_run(uint64_t margin_ns, uint64_t be_kernel_ns, struct guard_result *r)
@@ -666,40 +684,13 @@ static void test_guard_rhythm(void **st)
 
 /* The prime, with contexts modelled (switch 140 us, as measured on the H200):
  * the critical tenant A (2 ms of work every 4 ms, or at random) next to a
- * gated best-effort B with the guard at 300 us and 300 us kernels; A primes
+ * gated best-effort B with the guard at guard_ns and 300 us kernels; A primes
  * prime_lead before its next request is due (0: off). */
-struct prime_result {
-    uint64_t p99_alone, p99, be_gpu_ns, primes;
-};
-
-static void prime_run(uint64_t seed, uint64_t guard_ns, uint64_t prime_lead, struct prime_result *r)
+static void prime_run(uint64_t seed, uint64_t guard_ns, uint64_t prime_lead, struct guard_result *r)
 {
-    struct sim alone = {.switch_ns = 140 * US, .resident = -1, .switch_to = -1};
-    struct sim_tenant *ca = add_critical(&alone);
-    ca->req_every = seed ? 2 * MS : 4 * MS;
-    ca->req_random = seed;
-    ca->prime_lead = prime_lead;
-    run(&alone, 4 * SEC);
-    struct sim s = {.switch_ns = 140 * US, .resident = -1, .switch_to = -1};
-    struct sim_tenant *c = add_critical(&s);
-    c->req_every = ca->req_every;
-    c->req_random = seed;
-    c->prime_lead = prime_lead;
-    struct sim_tenant *b = add(&s, "best-effort", 50, 0);
-    b->kernel_ns = 300 * US;
-    b->max_inflight = 1;
-    b->me.guard_ns = guard_ns;
-    b->me.kernel_ns = b->kernel_ns;
-    run(&s, 4 * SEC);
-    r->p99_alone = p99(ca);
-    r->p99 = p99(c);
-    r->be_gpu_ns = b->gpu_ns[1];
-    r->primes = c->primes;
-    print_message("%s, guard %.2f ms, prime %.2f ms ahead: critical p99 alone %.3f ms, with BE "
-                  "%.3f ms (%llu primes); BE %.1f%%\n",
-                  seed ? "random requests" : "a rhythm", (double)guard_ns / MS,
-                  (double)prime_lead / MS, (double)r->p99_alone / MS, (double)r->p99 / MS,
-                  (unsigned long long)r->primes, 100.0 * (double)r->be_gpu_ns / (double)(4 * SEC));
+    struct pair_setup o = {
+        seed ? 2 * MS : 4 * MS, seed, guard_ns, 300 * US, 0, 140 * US, prime_lead};
+    pair_run(&o, r);
 }
 
 /* The guard keeps B's kernels out of the request's way, but the GPU still
@@ -709,7 +700,7 @@ static void prime_run(uint64_t seed, uint64_t guard_ns, uint64_t prime_lead, str
 static void test_prime_takes_the_switch_off_the_request(void **st)
 {
     (void)st;
-    struct prime_result off, on;
+    struct guard_result off, on;
     prime_run(0, 300 * US, 0, &off);
     prime_run(0, 300 * US, 250 * US, &on);
     assert_int_equal(off.primes, 0);
@@ -725,7 +716,7 @@ static void test_prime_takes_the_switch_off_the_request(void **st)
 static void test_prime_without_the_guard(void **st)
 {
     (void)st;
-    struct prime_result off, on;
+    struct guard_result off, on;
     prime_run(0, 0, 0, &off);
     prime_run(0, 0, 250 * US, &on);
     assert_true(on.primes > 0);
@@ -738,7 +729,7 @@ static void test_prime_without_the_guard(void **st)
 static void test_prime_needs_a_rhythm(void **st)
 {
     (void)st;
-    struct prime_result off, on;
+    struct guard_result off, on;
     prime_run(0x9e3779b97f4a7c15ull, 300 * US, 0, &off);
     prime_run(0x9e3779b97f4a7c15ull, 300 * US, 250 * US, &on);
     assert_true(on.primes < 20);
