@@ -23,6 +23,19 @@
 #include "common/quantity.h"
 #include "common/slice.h"
 
+/* An option of microseconds or "off" (0) into the limits' key, or -1 with the
+ * limits table's reason said (--guard, --prime). */
+static int set_us_or_off(struct gs_limits *lim, const char *key, const char *opt, const char *arg)
+{
+    gs_error err = {0};
+    if (!strcmp(arg, "off"))
+        arg = "0";
+    if (gs_config_set(gs_limits_table, gs_limits_table_len, lim, key, arg, &err) == 0)
+        return 0;
+    fprintf(stderr, "gpuslice run: %s: %s (microseconds, or off)\n", opt, err.msg);
+    return -1;
+}
+
 static void run_usage(FILE *out)
 {
     fprintf(out,
@@ -296,27 +309,13 @@ int gs_cmd_run(int argc, char **argv)
             break;
         case 'G':
             have_guard = 1;
-            if (!strcmp(optarg, "off")) {
-                lim.guard_us = 0;
-                break;
-            }
-            if (gs_config_set(gs_limits_table, gs_limits_table_len, &lim, "guard_us", optarg,
-                              &err) < 0) {
-                fprintf(stderr, "gpuslice run: --guard: %s (microseconds, or off)\n", err.msg);
+            if (set_us_or_off(&lim, "guard_us", "--guard", optarg) < 0)
                 return 2;
-            }
             break;
         case 'P':
             have_prime = 1;
-            if (!strcmp(optarg, "off")) {
-                lim.prime_us = 0;
-                break;
-            }
-            if (gs_config_set(gs_limits_table, gs_limits_table_len, &lim, "prime_us", optarg,
-                              &err) < 0) {
-                fprintf(stderr, "gpuslice run: --prime: %s (microseconds, or off)\n", err.msg);
+            if (set_us_or_off(&lim, "prime_us", "--prime", optarg) < 0)
                 return 2;
-            }
             break;
         case 'S': simulated = 1; break;
         case 'r': snprintf(root, sizeof root, "%s", optarg); break;
