@@ -60,6 +60,16 @@ static void set_compute(const struct slice *s, unsigned compute, int priority)
     assert_int_equal(gs_limits_write(s->p.limits, &l, &err), 0);
 }
 
+/* One key of the slice's limits file set to value, as its own text would say it. */
+static void set_limit(const struct slice *s, const char *key, const char *value)
+{
+    struct gs_limits l;
+    gs_error err;
+    assert_int_equal(gs_limits_load(s->p.limits, &l, &err), 0);
+    assert_int_equal(gs_config_set(gs_limits_table, gs_limits_table_len, &l, key, value, &err), 0);
+    assert_int_equal(gs_limits_write(s->p.limits, &l, &err), 0);
+}
+
 /* Starts gs-worker with the slice (NULL = no slice); returns pid, stdout fd. */
 static pid_t spawn(const struct slice *s, const char *extra_env, int *out_fd,
                    const char *const *args)
@@ -655,23 +665,17 @@ static void test_guard_from_limits(void **st)
 {
     (void)st;
     const char *args[] = {"direct", "launch", "2", NULL};
-    struct gs_limits l;
-    gs_error err;
     struct slice be, crit;
     mkslice(&be, GiB);
     set_compute(&be, 50, GS_PRIO_BEST_EFFORT);
-    assert_int_equal(gs_limits_load(be.p.limits, &l, &err), 0);
-    l.guard_us = 600;
-    assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
+    set_limit(&be, "guard_us", "600");
     const char *out = run(&be, "GPUSLICE_LOG_LEVEL=debug", args);
     assert_int_equal(field(out, "launched "), 2);
     assert_non_null(strstr(out, "guard on: next to a latency-critical tenant"));
     assert_non_null(strstr(out, "should end 600 us before its next request is due"));
     mkslice(&crit, GiB);
     set_compute(&crit, 0, GS_PRIO_CRITICAL);
-    assert_int_equal(gs_limits_load(crit.p.limits, &l, &err), 0);
-    l.guard_us = 600;
-    assert_int_equal(gs_limits_write(crit.p.limits, &l, &err), 0);
+    set_limit(&crit, "guard_us", "600");
     out = run(&crit, "GPUSLICE_LOG_LEVEL=debug", args);
     assert_int_equal(field(out, "launched "), 2);
     assert_non_null(strstr(out, "guard_us = 600 ignored"));
@@ -689,14 +693,10 @@ static void test_prime_from_limits(void **st)
 {
     (void)st;
     const char *args[] = {"direct", "requests", "14", "30", NULL};
-    struct gs_limits l;
-    gs_error err;
     struct slice crit, off, be;
     mkslice(&crit, GiB);
     set_compute(&crit, 0, GS_PRIO_CRITICAL);
-    assert_int_equal(gs_limits_load(crit.p.limits, &l, &err), 0);
-    l.prime_us = 15000;
-    assert_int_equal(gs_limits_write(crit.p.limits, &l, &err), 0);
+    set_limit(&crit, "prime_us", "15000");
     const char *out = run(&crit, "GPUSLICE_LOG_LEVEL=debug", args);
     assert_int_equal(field(out, "requests "), 14);
     assert_non_null(strstr(out, "prime on: the GPU is switched back"));
@@ -711,9 +711,7 @@ static void test_prime_from_limits(void **st)
     assert_null(strstr(out, "prime on:"));
     mkslice(&be, GiB);
     set_compute(&be, 50, GS_PRIO_BEST_EFFORT);
-    assert_int_equal(gs_limits_load(be.p.limits, &l, &err), 0);
-    l.prime_us = 15000;
-    assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
+    set_limit(&be, "prime_us", "15000");
     out = run(&be, "GPUSLICE_LOG_LEVEL=debug", args);
     assert_int_equal(field(out, "primes "), 0);
     assert_non_null(strstr(out, "prime_us = 15000 ignored"));
