@@ -15,13 +15,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import Tap, in_tempdir  # noqa: E402
 
+import standin  # noqa: E402  (beside this file)
+
 SRC = os.environ.get("GS_SRC_DIR", os.path.dirname(os.path.dirname(HERE)))
 
 TORCH = r'''
-import contextlib, os, sys, time
 MARK = os.environ["GS_PROBE_MARK"]
 HELPER = "--helper" in sys.argv
-half = bfloat16 = "dtype"
 
 
 def _ran():
@@ -53,20 +53,6 @@ def mm(*a, **k):
     _ran()
 
 
-no_grad = contextlib.nullcontext
-
-
-class _Event:
-    def __init__(self, **k):
-        self.t = 0.0
-
-    def record(self):
-        self.t = time.perf_counter()
-
-    def elapsed_time(self, other):
-        return (other.t - self.t) * 1000
-
-
 class _Graph:
     def replay(self):
         switch = os.path.exists(MARK)
@@ -74,61 +60,18 @@ class _Graph:
         time.sleep(0.006 if switch else 0.002)
 
 
-class _Stream:
-    def wait_stream(self, s):
-        pass
-
-
-class cuda:
-    Event = _Event
+class cuda(_Cuda):
     CUDAGraph = _Graph
-    Stream = _Stream
-
-    @staticmethod
-    def current_stream():
-        return _Stream()
-
-    @staticmethod
-    def stream(s):
-        return contextlib.nullcontext()
-
-    @staticmethod
-    def graph(g):
-        return contextlib.nullcontext()
-
-    @staticmethod
-    def synchronize():
-        pass
 
     @staticmethod
     def get_device_name():
         return "stand-in"
 '''
 
-TORCHVISION = r'''
-class _Model:
-    def half(self):
-        return self
-
-    cuda = eval = half
-
-    def __call__(self, x):
-        return x
-
-
-class models:
-    @staticmethod
-    def resnet50(weights=None):
-        return _Model()
-'''
-
 
 def check(d):
     t = Tap()
-    for pkg, body in (("torch", TORCH), ("torchvision", TORCHVISION)):
-        os.mkdir(os.path.join(d, pkg))
-        with open(os.path.join(d, pkg, "__init__.py"), "w") as f:
-            f.write(body)
+    standin.install(d, TORCH)
     out = os.path.join(d, "probe.json")
     env = dict(os.environ, PYTHONPATH=d, GS_PROBE_MARK=os.path.join(d, "mark"))
     p = subprocess.run([sys.executable, os.path.join(SRC, "bench", "h200_residual_probe.py"), "--out", out,
