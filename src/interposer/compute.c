@@ -97,6 +97,19 @@ int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *
     return gs_cc_gaps_rhythm(me->gaps, me->ngaps, shortest, median);
 }
 
+int gs_cc_guard_short(const struct gs_cc_self *me, uint64_t *longest)
+{
+    unsigned k = me->ngaps < GS_CC_GUARD_GAPS ? me->ngaps : GS_CC_GUARD_GAPS;
+    uint64_t m = 0;
+    for (unsigned i = 0; i < k; i++)
+        if (me->gaps[i] > m)
+            m = me->gaps[i];
+    if (longest)
+        *longest = m;
+    return GS_CC_GUARD_SHORT_HOLD && me->guard_ns && me->ngaps >= GS_CC_GUARD_GAPS / 2 &&
+           m <= me->guard_ns;
+}
+
 void gs_cc_prime_launched(struct gs_cc_prime *p, uint64_t now)
 {
     /* The first launch since our work was seen finished begins a request. */
@@ -128,14 +141,28 @@ uint64_t gs_cc_prime_at(const struct gs_cc_prime *p, uint64_t lead_ns)
  * (0: none): the time to ask again. */
 static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t now)
 {
-    uint64_t gap;
-    if (me->ngaps < GS_CC_GUARD_GAPS / 2 || !gs_cc_guard_gaps(me, &gap, NULL))
-        return 0; /* too few gaps seen, or no rhythm in them to keep B's kernels out of */
+    uint64_t gap, due, longest;
+    if (me->ngaps < GS_CC_GUARD_GAPS / 2)
+        return 0; /* too few gaps seen */
+    int rhythm = gs_cc_guard_gaps(me, &gap, NULL);
     uint64_t need = me->kernel_ns + me->guard_ns;
-    if (need >= gap)
-        return 0; /* our kernels never fit its gaps: holding would starve us */
-    uint64_t due = me->crit_idle_seen + gap;
-    if (now + need <= due || now >= due + GS_CC_GUARD_HOLD_NS)
+    if (gs_cc_guard_short(me, &longest)) {
+        /* Every gap is shorter than the margin: nothing of ours, however short,
+         * can end guard_ns before the next request. Hold through the gap,
+         * whatever our estimate says (it is not used, so it cannot keep us out
+         * for good), until it has lasted GS_CC_GUARD_HOLD_NS longer than the
+         * longest of them: then the critical tenant has paused. */
+        due = me->crit_idle_seen + longest;
+    } else {
+        if (!rhythm)
+            return 0; /* no rhythm in its gaps to keep B's kernels out of */
+        if (need >= gap)
+            return 0; /* our kernels never fit its gaps: holding on an estimate would starve us */
+        due = me->crit_idle_seen + gap;
+        if (now + need <= due)
+            return 0;
+    }
+    if (now >= due + GS_CC_GUARD_HOLD_NS)
         return 0;
     uint64_t again = now + GS_CC_CRIT_POLL_NS;
     return again < due + GS_CC_GUARD_HOLD_NS ? again : due + GS_CC_GUARD_HOLD_NS;

@@ -73,11 +73,11 @@
  * guard_ns must fit. From then it holds its launches until the request comes,
  * or GS_CC_GUARD_HOLD_NS after it was due (a serving loop that paused). If its
  * kernels do not fit the gaps at all, it does not hold (it would never
- * launch). What a request then finds in front of it is, at best, nothing: the
- * ~one best-effort kernel that cost a graph-launched model 1.25-1.55x at p99
- * on the H200 is gone (1.10-1.22x at 3-10 ms gaps, session 6), for B's time
- * in each gap's tail; the wider the margin, the more of the GPU's clock the
- * request finds too (docs/compute.md, the power limit). */
+ * launch), unless the gaps are shorter than the margin itself
+ * (GS_CC_GUARD_SHORT_HOLD, below). What a request then finds in front of it is, at best, nothing:
+ * the ~one best-effort kernel that cost a graph-launched model 1.25-1.55x at p99 on the H200 is
+ * gone (1.10-1.22x at 3-10 ms gaps, session 6), for B's time in each gap's tail; the wider the
+ * margin, the more of the GPU's clock the request finds too (docs/compute.md, the power limit). */
 #define GS_CC_GUARD_GAPS 8
 /* The margin the session-5/6 measurement builds used (GS_CC_GUARD=1). */
 #ifndef GS_CC_GUARD_MARGIN_NS
@@ -91,6 +91,19 @@
  * median), and the shortest gap then holds B where no request comes: on the
  * H200 the guard neither helped nor harmed them, and cost B 1-6 points. */
 #define GS_CC_GUARD_RHYTHM_DIV 2
+/* Gaps shorter than the margin (every one learnt at most guard_ns: a
+ * critical tenant back to back, or nearly) have room for nothing of ours, so
+ * the guard holds through them, rhythm or not, and a best-effort tenant runs
+ * only once the critical tenant pauses. (Not the median: requests at random
+ * with a short mean then held B for nothing at p99, on the H200 1.21x either
+ * way, B 3 % against 21 %.) Without this (0, the
+ * rule until session 9) such gaps went unguarded: a request found the best-
+ * effort kernel launched in the gap before it, plus the context switch (on
+ * the H200, graph-launched ResNet-50 back to back: p99 1.31x its alone, B 3 %
+ * of its solo throughput). A benchmark may build a variant with 0. */
+#ifndef GS_CC_GUARD_SHORT_HOLD
+#define GS_CC_GUARD_SHORT_HOLD 1
+#endif
 
 struct gs_cc_tenant {
     uint64_t key;       /* stable order key (hash of the slice id); ties broken by index */
@@ -173,6 +186,11 @@ uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t 
  * not NULL, *shortest gets the shortest (UINT64_MAX: none) and *median their
  * median (the upper one of an even count; 0: none). */
 int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *median);
+
+/* 1 if the guard holds through whole gaps (GS_CC_GUARD_SHORT_HOLD): on, at
+ * least half the gaps learnt, and every learnt gap at most guard_ns. Where
+ * not NULL, *longest gets the longest learnt gap (0: none). */
+int gs_cc_guard_short(const struct gs_cc_self *me, uint64_t *longest);
 
 /* The same over any ring of gaps (the guard's, the prime's). */
 int gs_cc_gaps_rhythm(const uint64_t *gaps, unsigned ngaps, uint64_t *shortest, uint64_t *median);

@@ -367,12 +367,15 @@ static void guard_said(uint64_t now, uint64_t until)
     held_ns += until > now ? until - now : 0;
     if (now < next_say)
         return;
-    uint64_t gap;
-    gs_cc_guard_gaps(&cc.self, &gap, NULL);
-    GS_LOGI("guard: %llu holds, %.1f ms held%s; the critical tenant's shortest gap %.3f ms, our "
-            "kernels %.3f ms",
+    uint64_t gap, median, longest;
+    gs_cc_guard_gaps(&cc.self, &gap, &median);
+    int whole = gs_cc_guard_short(&cc.self, &longest);
+    GS_LOGI("guard: %llu holds, %.1f ms held%s; the critical tenant's gaps %.3f / %.3f / %.3f ms "
+            "(shortest, median, longest%s), our kernels %.3f ms",
             (unsigned long long)holds, (double)held_ns / 1e6, next_say ? " in the last 10 s" : "",
-            (double)gap / 1e6, (double)cc.self.kernel_ns / 1e6);
+            (double)gap / 1e6, (double)median / 1e6, (double)longest / 1e6,
+            whole ? ": all shorter than the margin, held whole" : "",
+            (double)cc.self.kernel_ns / 1e6);
     holds = held_ns = 0;
     next_say = now + GUARD_SAY_NS;
 }
@@ -387,8 +390,8 @@ static void guard_no_rhythm_said(uint64_t now)
     if (now < next_look || cc.self.ngaps < GS_CC_GUARD_GAPS / 2)
         return;
     next_look = now + 1000000000ull;
-    if (gs_cc_guard_gaps(&cc.self, &shortest, &median))
-        return;
+    if (gs_cc_guard_gaps(&cc.self, &shortest, &median) || gs_cc_guard_short(&cc.self, NULL))
+        return; /* a rhythm, or gaps too short for anything: held either way */
     GS_LOGI("guard: not holding: the critical tenant's requests have no rhythm (its shortest gap "
             "%.3f ms, median %.3f ms, of the last %d)",
             (double)shortest / 1e6, (double)median / 1e6, GS_CC_GUARD_GAPS);

@@ -38,7 +38,9 @@ struct sim_tenant {
     uint64_t req_every, next_req, req_start;
     uint64_t req_random; /* !0: think times drawn at random (exponential, mean req_every) after
                             each request's end, this the seed; 0: a request every req_every */
-    int thinking;        /* req_random: the current think time is drawn */
+    uint64_t req_think;  /* !0 (and req_random 0): thinks this long after each request's end
+                            (a serving loop's sleep; the H200's --think-ms) */
+    int thinking;        /* req_random, req_think: the current think time is drawn */
     int req_kernels, req_left;
     uint64_t lat[4096];
     int nlat;
@@ -85,11 +87,15 @@ static int wants(struct sim_tenant *x, uint64_t now)
             x->next_req = now + exp_gap(&x->req_random, x->req_every); /* the last one ended */
             x->thinking = 1;
         }
+        if (x->req_left == 0 && x->queued == 0 && x->req_think && !x->req_random && !x->thinking) {
+            x->next_req = now + x->req_think;
+            x->thinking = 1;
+        }
         if (x->req_left == 0 && x->queued == 0 && now >= x->next_req && x->req_every) {
             x->req_left = x->req_kernels;
             x->req_start = now;
             x->thinking = 0;
-            if (!x->req_random)
+            if (!x->req_random && !x->req_think)
                 x->next_req += x->req_every;
         }
         return x->req_left > 0;
@@ -546,6 +552,7 @@ struct guard_result {
  * contexts are modelled, and A primes prime_lead before its next request. */
 struct pair_setup {
     uint64_t every, seed, margin_ns, be_kernel_ns, estimate_ns, switch_ns, prime_lead;
+    uint64_t think; /* !0: A thinks this long after each request instead (every, seed unused) */
 };
 
 static void pair_run(const struct pair_setup *o, struct guard_result *r)
@@ -554,12 +561,14 @@ static void pair_run(const struct pair_setup *o, struct guard_result *r)
     struct sim_tenant *ca = add_critical(&alone);
     ca->req_every = o->every;
     ca->req_random = o->seed;
+    ca->req_think = o->think;
     ca->prime_lead = o->prime_lead;
     run(&alone, 4 * SEC);
     struct sim s = {.switch_ns = o->switch_ns, .resident = -1, .switch_to = -1};
     struct sim_tenant *c = add_critical(&s);
     c->req_every = o->every;
     c->req_random = o->seed;
+    c->req_think = o->think;
     c->prime_lead = o->prime_lead;
     struct sim_tenant *b = add(&s, "best-effort", 50, 0);
     b->kernel_ns = o->be_kernel_ns;
@@ -585,7 +594,11 @@ static void pair_run(const struct pair_setup *o, struct guard_result *r)
 static void guard_run_every(uint64_t every, uint64_t seed, uint64_t margin_ns,
                             uint64_t be_kernel_ns, uint64_t estimate_ns, struct guard_result *r)
 {
-    struct pair_setup o = {every, seed, margin_ns, be_kernel_ns, estimate_ns, 0, 0};
+    struct pair_setup o = {.every = every,
+                           .seed = seed,
+                           .margin_ns = margin_ns,
+                           .be_kernel_ns = be_kernel_ns,
+                           .estimate_ns = estimate_ns};
     pair_run(&o, r);
 }
 
@@ -628,6 +641,76 @@ static void test_guard_never_starves(void **st)
     assert_true(off.be_gpu_ns > 0);
     assert_int_equal(on.be_gpu_ns, off.be_gpu_ns);
     assert_int_equal(on.p99, off.p99);
+}
+
+/* A critical tenant (a request every `every`, or `think` after each one's end)
+ * next to a gated best-effort tenant with 0.3 ms kernels and the guard at
+ * margin_ns, for 2 s (the guard learns its gaps); then it sends no more
+ * requests: the best-effort tenant's share of the GPU in the next second. */
+static double guard_share_after_stop(uint64_t every, uint64_t think, uint64_t margin_ns)
+{
+    struct sim s = {.split = 2 * SEC};
+    struct sim_tenant *c = add_critical(&s);
+    if (every)
+        c->req_every = every;
+    c->req_think = think;
+    struct sim_tenant *b = add(&s, "best-effort", 50, 0);
+    b->kernel_ns = 300 * US;
+    b->max_inflight = 1;
+    b->me.guard_ns = margin_ns;
+    b->me.kernel_ns = 300 * US;
+    run(&s, 2 * SEC);
+    assert_true(b->me.ngaps >= GS_CC_GUARD_GAPS);
+    c->req_every = 0; /* no more requests */
+    run(&s, 3 * SEC);
+    double p = pct(b, 1, 1 * SEC);
+    print_message("after the critical tenant stopped: BE %.1f%%\n", p);
+    return p;
+}
+
+/* Gaps shorter than the margin (a critical tenant nearly back to back: 2 ms
+ * of work, then 0.2 ms of thinking) have room for nothing of the best-effort tenant's: the
+ * guard holds through them, though its 0.3 ms kernels never fit, and lets go
+ * once the critical tenant pauses. (It learns the gaps from the ones it sees
+ * whole: a kernel of its own longer than a request hides them, and it then
+ * does not hold, as before.) Before session 9 it stood down there, and
+ * every request found a best-effort kernel launched in the gap before it. */
+static void test_guard_holds_through_short_gaps(void **st)
+{
+    (void)st;
+    struct guard_result off, on, inflated;
+    struct pair_setup o = {.every = 2 * MS, .be_kernel_ns = 300 * US, .think = 200 * US};
+    pair_run(&o, &off);
+    o.margin_ns = 300 * US;
+    pair_run(&o, &on);
+    o.estimate_ns = 3 * MS; /* the estimate plays no part: one of 3 ms is held the same */
+    pair_run(&o, &inflated);
+    assert_int_equal(on.crit_busy_launches, 0);
+    assert_true(off.p99 >= off.p99_alone + 100 * US);
+    assert_true(off.be_gpu_ns > 0);
+    assert_true(on.p99 <= on.p99_alone + 2 * DT);
+    assert_true(inflated.p99 <= inflated.p99_alone + 2 * DT);
+    assert_true(inflated.be_gpu_ns <= on.be_gpu_ns + on.be_gpu_ns / 10);
+    /* what B got: its kernels in the gaps seen before the guard had learnt
+     * them, nothing after */
+    assert_true(on.be_gpu_ns < 20 * MS && on.be_gpu_ns < off.be_gpu_ns / 10);
+    /* Requests at random with short gaps (exponential, mean 0.2 ms): most
+     * runs of 8 hold one longer than the margin, so it seldom holds whole
+     * gaps (8 at once at most 0.3 ms: 14 % of the time), and B keeps most
+     * of what it had without the guard (12.0 against 13.7 %; on the H200
+     * a median rule held B for nothing: A 1.21x either way, B 3 % against
+     * 21 %). */
+    struct guard_result roff, ron;
+    struct pair_setup r = {
+        .every = 200 * US, .seed = 0x9e3779b97f4a7c15ull, .be_kernel_ns = 300 * US};
+    pair_run(&r, &roff);
+    r.margin_ns = 300 * US;
+    pair_run(&r, &ron);
+    assert_true(roff.be_gpu_ns > 0);
+    assert_true(ron.be_gpu_ns >= roff.be_gpu_ns * 4 / 5);
+    assert_true(ron.p99 <= roff.p99 + 2 * DT);
+    /* the critical tenant stops: B has the whole GPU again */
+    assert_true(guard_share_after_stop(0, 200 * US, 300 * US) > 99.0);
 }
 
 /* Gaps longer than the linger (8 ms here: a request every 10 ms) are a
@@ -688,8 +771,12 @@ static void test_guard_rhythm(void **st)
  * prime_lead before its next request is due (0: off). */
 static void prime_run(uint64_t seed, uint64_t guard_ns, uint64_t prime_lead, struct guard_result *r)
 {
-    struct pair_setup o = {
-        seed ? 2 * MS : 4 * MS, seed, guard_ns, 300 * US, 0, 140 * US, prime_lead};
+    struct pair_setup o = {.every = seed ? 2 * MS : 4 * MS,
+                           .seed = seed,
+                           .margin_ns = guard_ns,
+                           .be_kernel_ns = 300 * US,
+                           .switch_ns = 140 * US,
+                           .prime_lead = prime_lead};
     pair_run(&o, r);
 }
 
@@ -796,20 +883,7 @@ static void test_guard_margin(void **st)
 static void test_guard_lets_go_when_requests_stop(void **st)
 {
     (void)st;
-    struct sim s = {.split = 2 * SEC};
-    struct sim_tenant *c = add_critical(&s);
-    c->req_every = 4 * MS;
-    struct sim_tenant *b = add(&s, "best-effort", 50, 0);
-    b->kernel_ns = 300 * US;
-    b->max_inflight = 1;
-    b->me.guard_ns = GS_CC_GUARD_MARGIN_NS;
-    b->me.kernel_ns = 300 * US;
-    run(&s, 2 * SEC);
-    assert_true(b->me.ngaps >= GS_CC_GUARD_GAPS);
-    c->req_every = 0; /* no more requests */
-    run(&s, 3 * SEC);
-    print_message("after the critical tenant stopped: BE %.1f%%\n", pct(b, 1, 1 * SEC));
-    assert_true(pct(b, 1, 1 * SEC) > 99.0);
+    assert_true(guard_share_after_stop(4 * MS, 0, GS_CC_GUARD_MARGIN_NS) > 99.0);
 }
 
 /* The guard's estimate of our kernels' duration rises at once and decays slowly. */
@@ -973,6 +1047,7 @@ int main(void)
         cmocka_unit_test(test_bound_mode_keeps_best_effort_running),
         cmocka_unit_test(test_guard_keeps_requests_clear),
         cmocka_unit_test(test_guard_never_starves),
+        cmocka_unit_test(test_guard_holds_through_short_gaps),
         cmocka_unit_test(test_guard_margin),
         cmocka_unit_test(test_guard_long_gaps),
         cmocka_unit_test(test_guard_random_requests),
