@@ -144,8 +144,6 @@ static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t now)
     uint64_t gap, due, longest;
     if (me->ngaps < GS_CC_GUARD_GAPS / 2)
         return 0; /* too few gaps seen */
-    int rhythm = gs_cc_guard_gaps(me, &gap, NULL);
-    uint64_t need = me->kernel_ns + me->guard_ns;
     if (gs_cc_guard_short(me, &longest)) {
         /* Every gap is shorter than the margin: nothing of ours, however short,
          * can end guard_ns before the next request. Hold through the gap,
@@ -154,8 +152,9 @@ static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t now)
          * longest of them: then the critical tenant has paused. */
         due = me->crit_idle_seen + longest;
     } else {
-        if (!rhythm)
+        if (!gs_cc_guard_gaps(me, &gap, NULL))
             return 0; /* no rhythm in its gaps to keep B's kernels out of */
+        uint64_t need = me->kernel_ns + me->guard_ns;
         if (need >= gap)
             return 0; /* our kernels never fit its gaps: holding on an estimate would starve us */
         due = me->crit_idle_seen + gap;

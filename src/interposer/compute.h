@@ -74,10 +74,12 @@
  * or GS_CC_GUARD_HOLD_NS after it was due (a serving loop that paused). If its
  * kernels do not fit the gaps at all, it does not hold (it would never
  * launch), unless the gaps are shorter than the margin itself
- * (GS_CC_GUARD_SHORT_HOLD, below). What a request then finds in front of it is, at best, nothing:
- * the ~one best-effort kernel that cost a graph-launched model 1.25-1.55x at p99 on the H200 is
- * gone (1.10-1.22x at 3-10 ms gaps, session 6), for B's time in each gap's tail; the wider the
- * margin, the more of the GPU's clock the request finds too (docs/compute.md, the power limit). */
+ * (GS_CC_GUARD_SHORT_HOLD, below). What a request then finds in front of it
+ * is, at best, nothing: the ~one best-effort kernel that cost a
+ * graph-launched model 1.25-1.55x at p99 on the H200 is gone (1.10-1.22x at
+ * 3-10 ms gaps, session 6), for B's time in each gap's tail; the wider the
+ * margin, the more of the GPU's clock the request finds too
+ * (docs/compute.md, the power limit). */
 #define GS_CC_GUARD_GAPS 8
 /* The margin the session-5/6 measurement builds used (GS_CC_GUARD=1). */
 #ifndef GS_CC_GUARD_MARGIN_NS
@@ -96,11 +98,11 @@
  * the guard holds through them, rhythm or not, and a best-effort tenant runs
  * only once the critical tenant pauses. (Not the median: requests at random
  * with a short mean then held B for nothing at p99, on the H200 1.21x either
- * way, B 3 % against 21 %.) Without this (0, the
- * rule until session 9) such gaps went unguarded: a request found the best-
- * effort kernel launched in the gap before it, plus the context switch (on
- * the H200, graph-launched ResNet-50 back to back: p99 1.31x its alone, B 3 %
- * of its solo throughput). A benchmark may build a variant with 0. */
+ * way, B 3 % against 21 %.) Without this (0, the rule until session 9)
+ * such gaps went unguarded: a request found the best-effort kernel launched
+ * in the gap before it, plus the context switch (on the H200, graph-launched
+ * ResNet-50 back to back: p99 1.31x its alone, B 3 % of its solo
+ * throughput). A benchmark may build a variant with 0. */
 #ifndef GS_CC_GUARD_SHORT_HOLD
 #define GS_CC_GUARD_SHORT_HOLD 1
 #endif

@@ -83,12 +83,10 @@ static uint64_t exp_gap(uint64_t *seed, uint64_t mean)
 static int wants(struct sim_tenant *x, uint64_t now)
 {
     if (x->pub.critical) {
-        if (x->req_left == 0 && x->queued == 0 && x->req_random && !x->thinking) {
-            x->next_req = now + exp_gap(&x->req_random, x->req_every); /* the last one ended */
-            x->thinking = 1;
-        }
-        if (x->req_left == 0 && x->queued == 0 && x->req_think && !x->req_random && !x->thinking) {
-            x->next_req = now + x->req_think;
+        if (x->req_left == 0 && x->queued == 0 && (x->req_random || x->req_think) &&
+            !x->thinking) { /* the last one ended: think */
+            x->next_req =
+                now + (x->req_random ? exp_gap(&x->req_random, x->req_every) : x->req_think);
             x->thinking = 1;
         }
         if (x->req_left == 0 && x->queued == 0 && now >= x->next_req && x->req_every) {

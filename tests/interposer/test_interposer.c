@@ -661,22 +661,27 @@ static void test_queue_behind_running_kernel_next_to_critical(void **st)
 /* The guard comes from the slice's limits (guard_us): a best-effort tenant
  * that gates says it is on, with its margin; a critical one says the setting
  * is not for it, and runs without. (What it decides: test_compute.c.) */
+/* A new slice s with a compute share and one more limits key, run with args
+ * at debug level: its output. */
+static const char *run_keyed(struct slice *s, unsigned compute, int priority, const char *key,
+                             const char *value, const char *const *args)
+{
+    mkslice(s, GiB);
+    set_compute(s, compute, priority);
+    set_limit(s, key, value);
+    return run(s, "GPUSLICE_LOG_LEVEL=debug", args);
+}
+
 static void test_guard_from_limits(void **st)
 {
     (void)st;
     const char *args[] = {"direct", "launch", "2", NULL};
     struct slice be, crit;
-    mkslice(&be, GiB);
-    set_compute(&be, 50, GS_PRIO_BEST_EFFORT);
-    set_limit(&be, "guard_us", "600");
-    const char *out = run(&be, "GPUSLICE_LOG_LEVEL=debug", args);
+    const char *out = run_keyed(&be, 50, GS_PRIO_BEST_EFFORT, "guard_us", "600", args);
     assert_int_equal(field(out, "launched "), 2);
     assert_non_null(strstr(out, "guard on: next to a latency-critical tenant"));
     assert_non_null(strstr(out, "should end 600 us before its next request is due"));
-    mkslice(&crit, GiB);
-    set_compute(&crit, 0, GS_PRIO_CRITICAL);
-    set_limit(&crit, "guard_us", "600");
-    out = run(&crit, "GPUSLICE_LOG_LEVEL=debug", args);
+    out = run_keyed(&crit, 0, GS_PRIO_CRITICAL, "guard_us", "600", args);
     assert_int_equal(field(out, "launched "), 2);
     assert_non_null(strstr(out, "guard_us = 600 ignored"));
     assert_null(strstr(out, "guard on:"));
@@ -694,10 +699,7 @@ static void test_prime_from_limits(void **st)
     (void)st;
     const char *args[] = {"direct", "requests", "14", "30", NULL};
     struct slice crit, off, be;
-    mkslice(&crit, GiB);
-    set_compute(&crit, 0, GS_PRIO_CRITICAL);
-    set_limit(&crit, "prime_us", "15000");
-    const char *out = run(&crit, "GPUSLICE_LOG_LEVEL=debug", args);
+    const char *out = run_keyed(&crit, 0, GS_PRIO_CRITICAL, "prime_us", "15000", args);
     assert_int_equal(field(out, "requests "), 14);
     assert_non_null(strstr(out, "prime on: the GPU is switched back"));
     /* 4 gaps learnt at the 5th request: the gaps after it, up to 10, primed. */
@@ -709,10 +711,7 @@ static void test_prime_from_limits(void **st)
     out = run(&off, "GPUSLICE_LOG_LEVEL=debug", args);
     assert_int_equal(field(out, "primes "), 0);
     assert_null(strstr(out, "prime on:"));
-    mkslice(&be, GiB);
-    set_compute(&be, 50, GS_PRIO_BEST_EFFORT);
-    set_limit(&be, "prime_us", "15000");
-    out = run(&be, "GPUSLICE_LOG_LEVEL=debug", args);
+    out = run_keyed(&be, 50, GS_PRIO_BEST_EFFORT, "prime_us", "15000", args);
     assert_int_equal(field(out, "primes "), 0);
     assert_non_null(strstr(out, "prime_us = 15000 ignored"));
     /* A driver that cannot load the kernel: said once, the prime off, the
