@@ -189,8 +189,11 @@ def static_partitioning():
         log = open(os.path.join(env["CUDA_MPS_LOG_DIRECTORY"], "control.log")).read()[-800:]
     except OSError:
         pass
+    # A daemon that does not know -S prints its usage and exits 0, so the exit status
+    # says nothing: a daemon that started has made its pipes.
+    started = bool(os.listdir(env["CUDA_MPS_PIPE_DIRECTORY"]))
     mps_control(env, "quit")
-    return {"started": True, "said": said, "control_log": log}
+    return {"started": started, "said": said, "control_log": log}
 
 
 def ratios(res):

@@ -61,10 +61,16 @@ class cuda(_Cuda):
 '''
 
 MPS_CONTROL = r'''#!/bin/sh
-# stand-in: logs its arguments, its pipe directory and what it read on stdin
+# stand-in: logs its arguments, its pipe directory and what it read on stdin; a daemon
+# started (-d) makes its pipe, unless GS_MPS_NO_S says it does not know -S (then it
+# prints its usage and exits 0, as the 580 driver's does)
 in=""
 [ -t 0 ] || in=$(cat)
 echo "$* | $CUDA_MPS_PIPE_DIRECTORY | $in" >> "$GS_MPS_LOG"
+case "$*" in
+    "-S -d") [ -n "$GS_MPS_NO_S" ] && { echo "usage: ..."; exit 0; }; touch "$CUDA_MPS_PIPE_DIRECTORY/control" ;;
+    "-d") touch "$CUDA_MPS_PIPE_DIRECTORY/control" ;;
+esac
 '''
 
 
@@ -110,6 +116,14 @@ def check(d):
          "the static partitioning check ran", r.get("static_partitioning"))
     t.ok("| mps | 132 |" in p.stdout and "(1.00)" in p.stdout, "the table is printed, with ratios to native",
          p.stdout[-1500:])
+    # a daemon that does not know -S: its usage, exit 0, no pipe
+    p = subprocess.run([sys.executable, os.path.join(SRC, "bench", "h200_mps_probe.py"), "--out", out,
+                        "--variants", "native", "--requests", "2", "--queued", "1", "--think-ms", "0.1",
+                        "--cpus", ""], env=dict(env, GS_MPS_NO_S="1"), capture_output=True, text=True,
+                       timeout=120)
+    sp = json.load(open(out)).get("static_partitioning", {}) if p.returncode == 0 else {}
+    t.ok(sp.get("started") is False and "usage" in sp.get("said", ""),
+         "a daemon that prints its usage to -S is not taken for started", sp or p.stderr[-1500:])
     return t.done()
 
 
