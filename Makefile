@@ -29,6 +29,7 @@ VERSION := 0.1.0
 # Filled in by the module files.
 GPUSLICE_OBJS :=
 GPUSLICE_LIBS :=
+GPUSLICE_ARCHIVES :=
 TEST_PROGS :=
 ALL_TARGETS :=
 
@@ -39,18 +40,23 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
-include src/common/module.mk
-include $(sort $(filter-out src/common/module.mk src/cli/module.mk,$(wildcard src/*/module.mk)))
+# The library parts first (later files use their variables), then the verbs,
+# then the tests; cli/ last: it links what the others added. docs/build.md
+# has the picture and the include rules.
+include src/common/module.mk src/kubelet/module.mk src/node/module.mk src/sim/module.mk \
+	src/interposer/module.mk
+include src/agent/module.mk src/run/module.mk src/doctor/module.mk src/monitor/module.mk
 include examples/module.mk
 include $(wildcard tests/*/module.mk)
-include $(wildcard tests/module.mk)
-include src/cli/module.mk   # last: it links what the parts added to GPUSLICE_OBJS
+include tests/module.mk
+include src/cli/module.mk
 
 build-all: $(ALL_TARGETS) $(TEST_PROGS)
 
 # The minimal build lives in its own folder so it never mixes with the full one.
 minimal:
-	$(MAKE) MINIMAL=1 BUILD=$(BUILD)-minimal $(BUILD)-minimal/libgpuslice.so $(BUILD)-minimal/gpuslice $(BUILD)-minimal/gpuslice-demo
+	$(MAKE) MINIMAL=1 BUILD=$(BUILD)-minimal $(BUILD)-minimal/libgpuslice.so $(BUILD)-minimal/gpuslice $(BUILD)-minimal/gpuslice-demo \
+		$(BUILD)-minimal/sim/libcuda.so.1 $(BUILD)-minimal/sim/libnvidia-ml.so.1
 
 test: build-all
 	BUILD=$(BUILD) PYTHON=$(PYTHON) SAN=$(SAN) tests/run-tests.sh

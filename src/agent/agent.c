@@ -13,11 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/inventory.h"
+#include "node/inventory.h"
 #include "agent/plugin.h"
-#include "agent/resources.h"
-#include "agent/rpc.h"
-#include "common/limits.h"
+#include "node/resources.h"
+#include "kubelet/rpc.h"
+#include "contract/limits.h"
 #include "common/log.h"
 #include "common/quantity.h"
 

@@ -5,7 +5,7 @@
 #ifndef GS_AGENT_AGENT_H
 #define GS_AGENT_AGENT_H
 
-#include "agent/agent_config.h"
+#include "node/agent_config.h"
 #include "common/error.h"
 
 struct gs_agent;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
-#include "agent/agent_config.h"
+#include "node/agent_config.h"
 #include "common/log.h"
 
 int gs_cmd_agent(int argc, char **argv);

@@ -14,10 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/limits.h"
+#include "contract/limits.h"
 #include "common/log.h"
 #include "common/quantity.h"
-#include "common/slice.h"
+#include "contract/slice.h"
 #include "proto/deviceplugin_v1beta1.pb-c.h"
 #include "proto/podresources_v1.pb-c.h"
 

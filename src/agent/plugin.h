@@ -13,10 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/agent_config.h"
-#include "agent/inventory.h"
-#include "agent/resources.h"
-#include "agent/rpc.h"
+#include "node/agent_config.h"
+#include "node/inventory.h"
+#include "node/resources.h"
+#include "kubelet/rpc.h"
 #include "common/error.h"
 
 #define GS_PLUGIN_PATH_OPTIONS "/v1beta1.DevicePlugin/GetDevicePluginOptions"

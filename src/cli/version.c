@@ -2,8 +2,8 @@
 
 #include "cli/cli.h"
 #include "common/gs_cuda.h"
-#include "common/ledger.h"
-#include "common/limits.h"
+#include "contract/ledger.h"
+#include "contract/limits.h"
 
 #ifndef GS_VERSION
 #define GS_VERSION "dev"

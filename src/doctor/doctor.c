@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/limits.h"
+#include "contract/limits.h"
 #include "common/log.h"
-#include "common/slice.h"
+#include "contract/slice.h"
 #include "doctor/doctor.h"
 
 int gs_cmd_doctor(int argc, char **argv);

@@ -1,4 +1,4 @@
-/* Tenant checks: every slice's ledger (src/common/ledger.h) says whether a
+/* Tenant checks: every slice's ledger (src/contract/ledger.h) says whether a
  * process ever used CUDA through the interposer (first_ctx_ns). A slice held
  * longer than the grace period with no CUDA use is the silent CPU fallback
  * (or an interposer that was never loaded). On unified-memory boards (Jetson)
@@ -18,10 +18,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "common/ledger.h"
-#include "common/limits.h"
+#include "contract/ledger.h"
+#include "contract/limits.h"
 #include "common/quantity.h"
-#include "common/slice.h"
+#include "contract/slice.h"
 #include "doctor/doctor.h"
 #include "doctor/yamljson.h"
 

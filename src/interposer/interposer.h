@@ -8,8 +8,8 @@
 
 #include "common/gs_cuda.h"
 #include "common/gs_cuda_hooks.h"
-#include "common/ledger.h"
-#include "common/limits.h"
+#include "contract/ledger.h"
+#include "contract/limits.h"
 #include "interposer/ptrmap.h"
 
 #define GS_API __attribute__((visibility("default")))

@@ -18,13 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/ledger.h"
-#include "common/limits.h"
+#include "contract/ledger.h"
+#include "contract/limits.h"
 #include "common/quantity.h"
-#include "common/slice.h"
+#include "contract/slice.h"
 #include "agent/plugin.h"
 #include "monitor/dashboard.h"
-#include "agent/rpc.h"
+#include "kubelet/rpc.h"
 #include "proto/podresources_v1.pb-c.h"
 
 int gs_cmd_monitor(int argc, char **argv);

@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "agent/agent_config.h"
-#include "agent/inventory.h"
+#include "node/agent_config.h"
+#include "node/inventory.h"
 #include "agent/plugin.h"
-#include "agent/resources.h"
+#include "node/resources.h"
 #include "common/log.h"
 #include "proto/deviceplugin_v1beta1.pb-c.h"
 #include "proto/podresources_v1.pb-c.h"

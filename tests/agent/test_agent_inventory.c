@@ -15,11 +15,11 @@
 
 #include <cmocka.h>
 
-#include "agent/agent_config.h"
-#include "agent/inventory.h"
-#include "agent/resources.h"
-#include "common/limits.h"
-#include "common/slice.h"
+#include "node/agent_config.h"
+#include "node/inventory.h"
+#include "node/resources.h"
+#include "contract/limits.h"
+#include "contract/slice.h"
 
 static char src_dir[1024], build_dir[1024];
 

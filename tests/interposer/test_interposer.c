@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "common/ledger.h"
-#include "common/slice.h"
+#include "contract/ledger.h"
+#include "contract/slice.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)

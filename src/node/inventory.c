@@ -1,6 +1,6 @@
 /* inventory.c: backend choice, health bookkeeping and file helpers shared by
  * the backends. */
-#include "agent/inventory.h"
+#include "node/inventory.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/agent_config.h"
-#include "agent/inventory.h"
+#include "node/agent_config.h"
+#include "node/inventory.h"
 #include "common/error.h"
 
 enum gs_res_kind { GS_RES_MEMORY, GS_RES_COMPUTE, GS_RES_REALTIME, GS_RES_REPLICA, GS_RES_NKINDS };

@@ -1,5 +1,5 @@
 /* resources.c: from GPUs and settings to advertised resources and IDs. */
-#include "agent/resources.h"
+#include "node/resources.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "common/quantity.h"
-#include "common/slice.h"
+#include "contract/slice.h"
 
 const char *gs_res_kind_name(enum gs_res_kind k)
 {

@@ -1,4 +1,4 @@
-/* The fake CUDA driver (tests/fake/fake_cuda.c, built as $(BUILD)/sim/libcuda.so.1):
+/* The fake CUDA driver (src/sim/fake_cuda.c, built as $(BUILD)/sim/libcuda.so.1):
  * the entry points it exports beyond src/common/gs_cuda_hooks.h, the few
  * cuda.h values they need that src/common/gs_cuda.h lacks, and the test-only
  * gsfake_* calls. docs/fake-driver.md describes what it simulates. */

@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "fake_test_env.h"
-#include "gs_nvml_fake.h"
+#include "sim_test_env.h"
+#include "sim/gs_nvml_fake.h"
 
 static const char *const config_vars[] = {
     "GS_FAKE_NVML_GPUS", "GS_FAKE_NVML_MEM",   "GS_FAKE_NVML_NAME",     "GS_FAKE_NVML_FAIL",

@@ -12,7 +12,7 @@
  *
  * Other top-level sections (flags, resources) are NVIDIA plugin settings we
  * do not need and skip; MPS sharing is refused with the reason. */
-#include "agent/agent_config.h"
+#include "node/agent_config.h"
 
 #include <errno.h>
 #include <fcntl.h>

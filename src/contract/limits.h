@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 
-#include "config.h"
-#include "error.h"
+#include "common/config.h"
+#include "common/error.h"
 
 /* Where the interposer looks first, inside a container (a read-only mount). */
 #define GS_LIMITS_CONTAINER_DIR "/run/gpuslice"

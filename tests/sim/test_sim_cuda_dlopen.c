@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "gs_fake_cuda.h"
+#include "sim/gs_fake_cuda.h"
 
 typedef CUresult (*resolver_v2_fn)(const char *, void **, int, cuuint64_t,
                                    CUdriverProcAddressQueryResult *);

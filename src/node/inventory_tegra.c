@@ -5,7 +5,7 @@
  * /sys/devices/soc0/family. The GPU shares the board's RAM, so the pool we
  * advertise is MemTotal minus reserves for the OS, K3s and the agent: our
  * design choice, stated in the log and the node file. */
-#include "agent/inventory.h"
+#include "node/inventory.h"
 
 #include <stdio.h>
 #include <stdlib.h>

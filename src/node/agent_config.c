@@ -1,12 +1,12 @@
 /* agent_config.c: the node settings table and argument parsing. */
-#include "agent/agent_config.h"
+#include "node/agent_config.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/config.h"
-#include "common/limits.h"
+#include "contract/limits.h"
 #include "common/quantity.h"
 
 #define F(f) offsetof(struct gs_agent_config, f)

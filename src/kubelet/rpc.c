@@ -4,7 +4,7 @@
  * struct that says which operation finished; calls and servers count their
  * outstanding tags and are freed when the count reaches zero (pitfall 7:
  * every tag points at the call, so the call must outlive all of them). */
-#include "agent/rpc.h"
+#include "kubelet/rpc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "slice.h"
+#include "contract/slice.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ledger.h"
+#include "contract/ledger.h"
 
 int gs_slice_id_valid(const char *id, gs_error *err)
 {

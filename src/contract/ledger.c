@@ -1,4 +1,4 @@
-#include "ledger.h"
+#include "contract/ledger.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
  * same). Health follows NVIDIA's device plugin (internal/rm/health.go):
  * register XID (and ECC where supported) events, act only on
  * XidCriticalError, ignore the application XIDs; a lost GPU is unhealthy. */
-#include "agent/inventory.h"
+#include "node/inventory.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

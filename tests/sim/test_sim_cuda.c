@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "fake_test_env.h"
-#include "gs_fake_cuda.h"
+#include "sim_test_env.h"
+#include "sim/gs_fake_cuda.h"
 
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 
 #define GS_LEDGER_MAGIC_TEXT "GSLEDGER"
 #define GS_LEDGER_VERSION 1

@@ -1,6 +1,6 @@
 /* gpuslice run: one workload under a slice on any machine, no kubelet.
  * It prepares the same per-allocation state the agent prepares at Allocate
- * (common/slice.c), loads libgpuslice.so into the command with LD_PRELOAD,
+ * (contract/slice.c), loads libgpuslice.so into the command with LD_PRELOAD,
  * and reports what the slice saw when the command ends. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -15,13 +15,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/resources.h"
+#include "node/resources.h"
 #include "cli/cli.h"
 #include "common/gs_cuda.h"
-#include "common/ledger.h"
+#include "contract/ledger.h"
 #include "common/log.h"
 #include "common/quantity.h"
-#include "common/slice.h"
+#include "contract/slice.h"
 
 /* An option of microseconds or "off" (0) into the limits' key, or -1 with the
  * limits table's reason said (--guard, --prime). */

@@ -1,7 +1,7 @@
 /* inventory_sim.c: simulated GPUs from a "key = value" config, for machines
  * without a GPU (CI, laptops, the tests). Everything it produces is labelled:
  * UUIDs start "SIM-", limits files say simulated = true, the log says so. */
-#include "agent/inventory.h"
+#include "node/inventory.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -8,8 +8,8 @@
 
 #include <limits.h>
 
-#include "error.h"
-#include "limits.h"
+#include "common/error.h"
+#include "contract/limits.h"
 
 #define GS_SLICE_DEFAULT_ROOT "/var/lib/gpuslice/slices"
 #define GS_SLICE_ID_MAX 100

@@ -1,0 +1,124 @@
+/* The ledger's lock-free accounting and reaping, in one process. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "contract/ledger.h"
+
+static char path[128];
+
+static int setup(void **st)
+{
+    (void)st;
+    snprintf(path, sizeof path, "/tmp/gs-ledger-test-%ld", (long)getpid());
+    return gs_ledger_create(path, NULL);
+}
+
+static int teardown(void **st)
+{
+    (void)st;
+    return unlink(path);
+}
+
+static void test_starttime_is_field_22(void **st)
+{
+    (void)st;
+    /* Field 22 of /proc/self/stat, counted independently with sscanf. */
+    FILE *f = fopen("/proc/self/stat", "r");
+    assert_non_null(f);
+    char buf[1024];
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    char *p = strrchr(buf, ')') + 2;
+    unsigned long long v = 0;
+    for (int field = 3; field < 22; field++)
+        p = strchr(p, ' ') + 1;
+    v = strtoull(p, NULL, 10);
+    assert_int_equal(gs_ledger_proc_starttime(getpid()), v);
+    /* It must not move as the process grows (vsize, field 23, does). */
+    void *big = malloc(64 << 20);
+    memset(big, 1, 64 << 20);
+    assert_int_equal(gs_ledger_proc_starttime(getpid()), v);
+    free(big);
+}
+
+static void test_charge_respects_cap(void **st)
+{
+    (void)st;
+    struct gs_ledger *l;
+    assert_int_equal(gs_ledger_open(path, 1, &l, NULL), 0);
+    int a = gs_ledger_claim(l, getpid(), gs_ledger_proc_starttime(getpid()));
+    assert_true(a >= 0);
+    assert_int_equal(gs_ledger_charge(l, a, 600, 1000), 0);
+    assert_int_equal(gs_ledger_charge(l, a, 401, 1000), GS_EBUSY);
+    assert_int_equal(gs_ledger_charge(l, a, 400, 1000), 0);
+    assert_int_equal(gs_ledger_used(l), 1000);
+    gs_ledger_uncharge(l, a, 5000); /* clamps, never wraps */
+    assert_int_equal(gs_ledger_used(l), 0);
+    assert_int_equal(atomic_load(&l->slots[a].ooms), 1);
+    assert_int_equal(atomic_load(&l->slots[a].peak), 1000);
+    atomic_store(&l->slots[a].pid, 0);
+    gs_ledger_close(l);
+}
+
+static void test_live_process_is_never_reaped(void **st)
+{
+    (void)st;
+    struct gs_ledger *l;
+    assert_int_equal(gs_ledger_open(path, 1, &l, NULL), 0);
+    int a = gs_ledger_claim(l, getpid(), gs_ledger_proc_starttime(getpid()));
+    void *big = malloc(32 << 20); /* grow: the start time must not change */
+    memset(big, 1, 32 << 20);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    int b = gs_ledger_claim(l, child, gs_ledger_proc_starttime(child));
+    assert_true(b >= 0 && b != a);
+    assert_int_equal(gs_ledger_charge(l, b, 100, 1000), 0);
+    waitpid(child, NULL, 0);
+    /* The child is gone; we are not. */
+    assert_int_equal(gs_ledger_reap(l, NULL), 1);
+    assert_int_equal(atomic_load(&l->slots[a].pid), getpid());
+    assert_int_equal(atomic_load(&l->slots[b].pid), 0);
+    assert_int_equal(gs_ledger_used(l), 0);
+    free(big);
+    atomic_store(&l->slots[a].pid, 0);
+    gs_ledger_close(l);
+}
+
+static void test_rejects_foreign_files(void **st)
+{
+    (void)st;
+    struct gs_ledger *l;
+    gs_error err;
+    char p2[160];
+    snprintf(p2, sizeof p2, "%s.bad", path);
+    FILE *f = fopen(p2, "w");
+    char zeros[sizeof(struct gs_ledger)] = {0};
+    fwrite(zeros, 1, sizeof zeros, f);
+    fclose(f);
+    assert_int_equal(gs_ledger_open(p2, 1, &l, &err), GS_EPROTO);
+    assert_non_null(strstr(err.msg, "recreate"));
+    unlink(p2);
+    assert_int_equal(gs_ledger_open("/nonexistent/ledger", 1, &l, &err), GS_ENOENT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_starttime_is_field_22),
+        cmocka_unit_test(test_charge_respects_cap),
+        cmocka_unit_test(test_live_process_is_never_reaped),
+        cmocka_unit_test(test_rejects_foreign_files),
+    };
+    return cmocka_run_group_tests_name("ledger", tests, setup, teardown);
+}
