@@ -91,7 +91,7 @@ class Node:
             f.write(text.replace(old, new))
 
     def slice(self, sid, memory, age_s, cuda_used, pid=0, sharing="timeslice"):
-        """A slice state dir: limits (key = value) and a ledger (the ABI of src/common/ledger.h)."""
+        """A slice state dir: limits (key = value) and a ledger (the ABI of src/contract/ledger.h)."""
         d = self.path("/var/lib/gpuslice/slices/" + sid)
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "limits"), "w") as f:
