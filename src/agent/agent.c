@@ -16,12 +16,13 @@
 #include "node/inventory.h"
 #include "agent/plugin.h"
 #include "node/resources.h"
+#include "kubelet/podres.h"
 #include "kubelet/rpc.h"
 #include "contract/limits.h"
+#include "node/mps.h"
 #include "common/log.h"
 #include "common/quantity.h"
 
-#define KUBELET_SOCKET "kubelet.sock"
 #define LOOP_MS 100 /* poll period: re-registration lands well within 1 s */
 #define REGISTER_TIMEOUT_MS 5000
 #define SOCKET_CHECK_MS 2000
@@ -155,7 +156,7 @@ static int restart_servers(struct gs_agent *a, const char *why)
 static void start_register(struct gs_agent *a)
 {
     struct worker *w = &a->reg;
-    socket_path(a, KUBELET_SOCKET, w->socket, sizeof w->socket);
+    socket_path(a, GS_KUBELET_SOCKET, w->socket, sizeof w->socket);
     w->method = GS_PLUGIN_PATH_REGISTER;
     w->nreq = 0;
     for (int i = 0; i < a->rs.n; i++) {
@@ -210,7 +211,7 @@ static void handle_inotify(struct gs_agent *a)
             break;
         for (char *p = buf; p < buf + n;) {
             struct inotify_event *ev = (struct inotify_event *)p;
-            if (ev->len && !strcmp(ev->name, KUBELET_SOCKET) &&
+            if (ev->len && !strcmp(ev->name, GS_KUBELET_SOCKET) &&
                 (ev->mask & (IN_CREATE | IN_MOVED_TO)))
                 kubelet_back = 1;
             p += sizeof *ev + ev->len;
@@ -274,7 +275,7 @@ static void reclaim_step(struct gs_agent *a, uint64_t now)
         return;
     }
     snprintf(w->socket, sizeof w->socket, "%s", a->cfg.pod_resources_socket);
-    w->method = GS_PLUGIN_PATH_PODRES_LIST;
+    w->method = GS_PODRES_PATH_LIST;
     w->req[0] = malloc(1);
     if (!w->req[0])
         return;
@@ -287,26 +288,31 @@ static void reclaim_step(struct gs_agent *a, uint64_t now)
     }
 }
 
-/* Publishes the node facts users and `gpuslice doctor` read: the memory unit,
- * how the pool was worked out, what is advertised. */
+/* Publishes the node facts users, `gpuslice doctor` and `gpuslice monitor` read
+ * (GS_AGENT_NODE_FILE, keys in contract/contract.h): the memory unit, how the
+ * pool was worked out, what is advertised and on which socket. Written to a
+ * temporary file and renamed, so a reader never sees half of it. */
 static void publish_node(struct gs_agent *a)
 {
     char path[PATH_MAX + 16], tmp[PATH_MAX + 32], unit[32];
     gs_quantity_format_bytes(a->cfg.memory_unit, unit, sizeof unit);
-    snprintf(path, sizeof path, "%s/node", gs_plugin_agent_dir(a->plugin));
+    snprintf(path, sizeof path, "%s/" GS_AGENT_NODE_FILE, gs_plugin_agent_dir(a->plugin));
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "we");
     if (!f) {
         GS_LOGW("cannot write %s: %s", tmp, strerror(errno));
         return;
     }
-    fprintf(f,
-            "# gpuslice agent: facts about this node's GPU slices (read by gpuslice doctor)\n"
-            "backend = %s\nsimulated = %s\nmode = %s\nmemory_unit = %llu\nmemory_unit_human = "
-            "%s\nmax_slices_per_gpu = %llu\ngpus = %d\nhow = %s\n",
-            gs_backend_name(a->inv.backend), a->inv.simulated ? "true" : "false",
-            a->rs.replica_mode ? "replica" : "fractional", (unsigned long long)a->cfg.memory_unit,
-            unit, (unsigned long long)a->cfg.max_slices_per_gpu, a->inv.ngpu, a->inv.how);
+    const char *mode = a->rs.replica_mode ? "replica" : "fractional";
+    fprintf(
+        f,
+        "# gpuslice agent: facts about this node's GPU slices (read by gpuslice "
+        "doctor)\n" GS_NODE_KEY_BACKEND " = %s\n" GS_NODE_KEY_SIMULATED " = %s\n" GS_NODE_KEY_MODE
+        " = %s\n" GS_NODE_KEY_MEMORY_UNIT " = %llu\nmemory_unit_human = %s\n"
+        "max_slices_per_gpu = %llu\ngpus = %d\nhow = %s\n" GS_NODE_KEY_KUBELET_DIR " = %s\n",
+        gs_backend_name(a->inv.backend), a->inv.simulated ? "true" : "false", mode,
+        (unsigned long long)a->cfg.memory_unit, unit, (unsigned long long)a->cfg.max_slices_per_gpu,
+        a->inv.ngpu, a->inv.how, a->cfg.kubelet_dir);
     for (int g = 0; g < a->inv.ngpu; g++)
         fprintf(f,
                 "gpu%d.uuid = %s\ngpu%d.name = %s\ngpu%d.memory = %llu\ngpu%d.context_reserve = "
@@ -316,23 +322,25 @@ static void publish_node(struct gs_agent *a)
                 (unsigned long long)a->rs.context_reserve[g], g, a->rs.max_tenants[g], g,
                 (unsigned long long)a->rs.advertised[g]);
     for (int i = 0; i < a->rs.n; i++)
-        fprintf(f, "resource.%s = %d\n", a->rs.r[i].name,
-                gs_resources_total_units(&a->rs.r[i], a->inv.ngpu));
+        fprintf(f, GS_NODE_KEY_RESOURCE_PREFIX "%s = %d\n" GS_NODE_KEY_SOCKET_PREFIX "%s = %s\n",
+                a->rs.r[i].name, gs_resources_total_units(&a->rs.r[i], a->inv.ngpu),
+                a->rs.r[i].name, a->rs.r[i].socket);
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         GS_LOGW("cannot write %s: %s", path, strerror(errno));
     if (a->cfg.features_dir[0]) {
         /* NFD's local source turns these lines into node labels. */
-        snprintf(path, sizeof path, "%s/gpuslice", a->cfg.features_dir);
-        f = fopen(path, "we");
+        snprintf(path, sizeof path, "%s/" GS_FEATURES_FILE, a->cfg.features_dir);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        f = fopen(tmp, "we");
         if (f) {
             char lbl[32];
             snprintf(lbl, sizeof lbl, "%lluMi", (unsigned long long)(a->cfg.memory_unit >> 20));
-            fprintf(f, "gpuslice.io/memory-unit=%s\ngpuslice.io/backend=%s\ngpuslice.io/mode=%s\n",
-                    lbl, gs_backend_name(a->inv.backend),
-                    a->rs.replica_mode ? "replica" : "fractional");
-            fclose(f);
+            fprintf(f, GS_LABEL_MEMORY_UNIT "=%s\n" GS_LABEL_BACKEND "=%s\n" GS_LABEL_MODE "=%s\n",
+                    lbl, gs_backend_name(a->inv.backend), mode);
+            if (fclose(f) != 0 || rename(tmp, path) != 0)
+                GS_LOGW("cannot write %s: %s (features_dir)", path, strerror(errno));
         } else {
-            GS_LOGW("cannot write %s: %s (features_dir)", path, strerror(errno));
+            GS_LOGW("cannot write %s: %s (features_dir)", tmp, strerror(errno));
         }
     }
     for (int i = 0; i < a->rs.n; i++) {
@@ -447,7 +455,7 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
     if (a->inv.nvml && gs_inventory_nvml_watch_start(&a->inv, err) < 0)
         return GS_EIO;
     char ks[PATH_MAX];
-    socket_path(a, KUBELET_SOCKET, ks, sizeof ks);
+    socket_path(a, GS_KUBELET_SOCKET, ks, sizeof ks);
     a->need_register = 1;
     a->reg_backoff = 1000;
     if (!is_socket(ks))

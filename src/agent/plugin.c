@@ -18,16 +18,13 @@
 #include "common/log.h"
 #include "common/quantity.h"
 #include "contract/slice.h"
+#include "kubelet/podres.h"
 #include "proto/deviceplugin_v1beta1.pb-c.h"
-#include "proto/podresources_v1.pb-c.h"
 
 #define MAX_STREAMS 16
 #define MAX_CONTAINERS 16 /* per AllocateRequest; the kubelet sends one */
-#define ALLOC_FILE "alloc"
 #define SLICE_PREFIX "gs-"
 /* Where the container sees the interposer and the preload file. */
-#define CONTAINER_INTERPOSER "/usr/local/lib/gpuslice/libgpuslice.so"
-#define CONTAINER_PRELOAD "/etc/ld.so.preload"
 
 struct slice_rec {
     int used;
@@ -160,7 +157,7 @@ static int write_alloc(struct gs_plugin *p, int si, gs_error *err)
 {
     struct slice_rec *s = &p->slices[si];
     char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/%s/" ALLOC_FILE, p->c->state_root, s->id);
+    snprintf(path, sizeof path, "%s/%s/" GS_SLICE_ALLOC, p->c->state_root, s->id);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "we");
     if (!f)
@@ -191,7 +188,7 @@ static void slice_remove(struct gs_plugin *p, int si, const char *why)
             if (p->owner[r][s->gpu][u] == si + 1)
                 p->owner[r][s->gpu][u] = 0;
     char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/%s/" ALLOC_FILE, p->c->state_root, s->id);
+    snprintf(path, sizeof path, "%s/%s/" GS_SLICE_ALLOC, p->c->state_root, s->id);
     unlink(path);
     gs_error err = {0};
     if (gs_slice_remove(p->c->state_root, s->id, &err) < 0)
@@ -203,9 +200,9 @@ static void slice_remove(struct gs_plugin *p, int si, const char *why)
 static void load_one(struct gs_plugin *p, const char *id)
 {
     char path[PATH_MAX + 16], text[65536];
-    snprintf(path, sizeof path, "%s/%s/" ALLOC_FILE, p->c->state_root, id);
+    snprintf(path, sizeof path, "%s/%s/" GS_SLICE_ALLOC, p->c->state_root, id);
     if (gs_inventory_read_file("", path, text, sizeof text) < 0) {
-        GS_LOGW("slice %s has no %s file: not the agent's; left alone", id, ALLOC_FILE);
+        GS_LOGW("slice %s has no %s file: not the agent's; left alone", id, GS_SLICE_ALLOC);
         return;
     }
     int si = slice_add(p);
@@ -251,7 +248,7 @@ static void load_one(struct gs_plugin *p, const char *id)
     }
     if (dropped)
         GS_LOGW("slice %s: %d device IDs no longer advertised were dropped", id, dropped);
-    snprintf(path, sizeof path, "%s/%s/" GS_LIMITS_FILE, p->c->state_root, id);
+    snprintf(path, sizeof path, "%s/%s/" GS_SLICE_LIMITS, p->c->state_root, id);
     gs_error err = {0};
     if (gs_limits_load(path, &s->limits, &err) < 0)
         GS_LOGW("slice %s: %s", id, err.msg);
@@ -313,7 +310,7 @@ int gs_plugin_create(struct gs_plugin **out, const struct gs_agent_config *c,
             }
         }
     }
-    snprintf(p->agent_dir, sizeof p->agent_dir, "%s/_agent", c->state_root);
+    snprintf(p->agent_dir, sizeof p->agent_dir, "%s/" GS_AGENT_DIR, c->state_root);
     int rc = mkdirs(p->agent_dir, err);
     if (rc < 0) {
         gs_plugin_destroy(p);
@@ -321,11 +318,11 @@ int gs_plugin_create(struct gs_plugin **out, const struct gs_agent_config *c,
     }
     /* The preload file the container sees as /etc/ld.so.preload: one line,
      * the interposer's path inside the container. */
-    snprintf(p->preload, sizeof p->preload, "%s/ld.so.preload", p->agent_dir);
+    snprintf(p->preload, sizeof p->preload, "%s/" GS_AGENT_PRELOAD_FILE, p->agent_dir);
     char tmp[PATH_MAX + 64];
     snprintf(tmp, sizeof tmp, "%.4000s.tmp", p->preload);
     FILE *f = fopen(tmp, "we");
-    if (!f || fprintf(f, "%s\n", CONTAINER_INTERPOSER) < 0 || fclose(f) != 0 ||
+    if (!f || fprintf(f, "%s\n", GS_CTR_INTERPOSER) < 0 || fclose(f) != 0 ||
         chmod(tmp, 0444) != 0 || rename(tmp, p->preload) != 0) {
         rc = gs_error_set(err, GS_EIO, "cannot write %s: %s (choose a writable --state-root)",
                           p->preload, strerror(errno));
@@ -690,36 +687,36 @@ static void fill_response(struct gs_plugin *p, int si, struct cresp *c)
     c->m.annotations = c->annp;
     c->m.cdi_devices = c->cdip;
     snprintf(c->slice_id, sizeof c->slice_id, "%s", s->id);
-    snprintf(c->limits, sizeof c->limits, "%s/%s/" GS_LIMITS_FILE, p->c->state_root, s->id);
-    snprintf(c->ledger, sizeof c->ledger, "%s/%s/" GS_LEDGER_FILE, p->c->state_root, s->id);
-    add_env(c, "GPUSLICE_SLICE_ID", c->slice_id);
+    snprintf(c->limits, sizeof c->limits, "%s/%s/" GS_SLICE_LIMITS, p->c->state_root, s->id);
+    snprintf(c->ledger, sizeof c->ledger, "%s/%s/" GS_SLICE_LEDGER, p->c->state_root, s->id);
+    add_env(c, GS_ENV_SLICE_ID, c->slice_id);
     int dls = p->c->device_list_strategy;
     /* With CDI the runtime injects the GPU; "void" keeps a legacy CUDA image's
      * NVIDIA_VISIBLE_DEVICES=all from exposing every GPU on top. */
-    add_env(c, "NVIDIA_VISIBLE_DEVICES", dls == GS_DLS_ENVVAR ? g->visible : "void");
+    add_env(c, GS_ENV_NVIDIA_VISIBLE, dls == GS_DLS_ENVVAR ? g->visible : "void");
     if (p->inv->simulated)
-        add_env(c, "GPUSLICE_SIMULATED", "1");
-    add_mount(c, GS_LIMITS_CONTAINER_DIR "/" GS_LIMITS_FILE, c->limits, 1);
-    add_mount(c, GS_LIMITS_CONTAINER_DIR "/" GS_LEDGER_FILE, c->ledger, 0);
-    add_mount(c, CONTAINER_INTERPOSER, p->c->interposer_path, 1);
-    add_mount(c, CONTAINER_PRELOAD, p->preload, 1);
+        add_env(c, GS_ENV_SIMULATED, "1");
+    add_mount(c, GS_CTR_LIMITS, c->limits, 1);
+    add_mount(c, GS_CTR_LEDGER, c->ledger, 0);
+    add_mount(c, GS_CTR_INTERPOSER, p->c->interposer_path, 1);
+    add_mount(c, GS_CTR_PRELOAD, p->preload, 1);
     /* The other tenants' limits and ledgers, read-only: the compute controller
      * lays out its time windows from them (docs/compute.md). */
-    add_mount(c, GS_LIMITS_CONTAINER_DIR "/peers", p->c->state_root, 1);
+    add_mount(c, GS_CTR_PEERS, p->c->state_root, 1);
     if (p->c->compute_sharing == GS_SHARING_MPS) {
         /* The node's MPS daemon: its pipe directory (clients connect to its
          * socket) and, where the daemon does not share the host's IPC
          * namespace, the shared memory it uses. The per-client settings come
          * from the limits file (the interposer applies them). */
-        add_env(c, "CUDA_MPS_PIPE_DIRECTORY", GS_CONTAINER_MPS_DIR);
-        add_mount(c, GS_CONTAINER_MPS_DIR, p->c->mps_pipe_dir, 0);
+        add_env(c, GS_ENV_MPS_PIPE_DIR, GS_CTR_MPS_DIR);
+        add_mount(c, GS_CTR_MPS_DIR, p->c->mps_pipe_dir, 0);
         if (p->c->mps_shm_dir[0])
             add_mount(c, "/dev/shm", p->c->mps_shm_dir, 0);
     }
     snprintf(c->cdi_name, sizeof c->cdi_name, "%s=%s", p->c->cdi_kind, g->visible);
     if (dls == GS_DLS_CDI_ANNOTATIONS) {
         /* The same annotation shape NVIDIA's plugin writes (cdi.k8s.io/ prefix). */
-        snprintf(c->ann_key, sizeof c->ann_key, "cdi.k8s.io/gpuslice_%s", s->id);
+        snprintf(c->ann_key, sizeof c->ann_key, GS_CDI_ANNOTATION_PREFIX "%s", s->id);
         v1beta1__container_allocate_response__annotations_entry__init(&c->ann[0]);
         c->ann[0].key = c->ann_key;
         c->ann[0].value = c->cdi_name;
@@ -961,38 +958,34 @@ void gs_plugin_handle(struct gs_plugin *p, int resource, const char *path, const
 
 /* ---- reclaim ------------------------------------------------------------- */
 
+struct reclaim {
+    struct gs_plugin *p;
+    char *seen; /* per slice: the kubelet still lists one of its device IDs */
+};
+
+static void reclaim_seen(void *ud, const struct gs_podres_device *d)
+{
+    struct reclaim *rc = ud;
+    struct gs_plugin *p = rc->p;
+    int r = gs_resources_find(p->rs, d->resource);
+    int g, u;
+    if (r < 0 || gs_resources_parse_id(&p->rs->r[r], p->inv, d->id, &g, &u) < 0)
+        return;
+    int owner = p->owner[r][g][u];
+    if (owner > 0 && owner <= p->nslices)
+        rc->seen[owner - 1] = 1;
+}
+
 int gs_plugin_reclaim(struct gs_plugin *p, const uint8_t *resp, size_t len, gs_error *err)
 {
-    V1__ListPodResourcesResponse *m = v1__list_pod_resources_response__unpack(NULL, len, resp);
-    if (!m)
-        return gs_error_set(err, GS_EPROTO,
-                            "the PodResources List reply is not a ListPodResourcesResponse (%zu "
-                            "bytes); is --pod-resources-socket the kubelet's?",
-                            len);
     char *seen = calloc((size_t)p->nslices + 1, 1);
-    if (!seen) {
-        v1__list_pod_resources_response__free_unpacked(m, NULL);
+    if (!seen)
         return gs_error_set(err, GS_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < m->n_pod_resources; i++) {
-        V1__PodResources *pod = m->pod_resources[i];
-        for (size_t j = 0; j < pod->n_containers; j++) {
-            V1__ContainerResources *ctr = pod->containers[j];
-            for (size_t k = 0; k < ctr->n_devices; k++) {
-                V1__ContainerDevices *d = ctr->devices[k];
-                int r = d->resource_name ? gs_resources_find(p->rs, d->resource_name) : -1;
-                if (r < 0)
-                    continue;
-                for (size_t x = 0; x < d->n_device_ids; x++) {
-                    int g, u;
-                    if (gs_resources_parse_id(&p->rs->r[r], p->inv, d->device_ids[x], &g, &u) < 0)
-                        continue;
-                    int owner = p->owner[r][g][u];
-                    if (owner > 0 && owner <= p->nslices)
-                        seen[owner - 1] = 1;
-                }
-            }
-        }
+    struct reclaim st = {.p = p, .seen = seen};
+    int rc = gs_podres_decode(resp, len, reclaim_seen, &st, err);
+    if (rc < 0) {
+        free(seen);
+        return rc;
     }
     int removed = 0;
     int64_t now = (int64_t)time(NULL);
@@ -1004,6 +997,5 @@ int gs_plugin_reclaim(struct gs_plugin *p, const uint8_t *resp, size_t len, gs_e
         removed++;
     }
     free(seen);
-    v1__list_pod_resources_response__free_unpacked(m, NULL);
     return removed;
 }

@@ -25,7 +25,6 @@
 #define GS_PLUGIN_PATH_ALLOCATE "/v1beta1.DevicePlugin/Allocate"
 #define GS_PLUGIN_PATH_PRESTART "/v1beta1.DevicePlugin/PreStartContainer"
 #define GS_PLUGIN_PATH_REGISTER "/v1beta1.Registration/Register"
-#define GS_PLUGIN_PATH_PODRES_LIST "/v1.PodResourcesLister/List"
 
 struct gs_plugin;
 

@@ -1,11 +1,12 @@
-/* gpuslice: one binary, one file per verb (cli/<verb>.c or the part's cmd_*.c).
- * Parts that need Debian libraries (agent, doctor, monitor) are linked only
- * in the full build; the minimal build (make minimal) keeps run and version,
- * so the GPU bench machine needs nothing but the toolchain. */
+/* gpuslice: one binary, one folder per verb (agent/, run/, doctor/, monitor/) under this
+ * dispatcher. Parts that need Debian libraries (agent, doctor, monitor) are linked only in the full
+ * build; the minimal build (make minimal) keeps run and version, so the GPU bench machine needs
+ * nothing but the toolchain. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "run/run.h"
 #include "common/log.h"
 
 int gs_cmd_agent(int argc, char **argv) __attribute__((weak));

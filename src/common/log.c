@@ -26,7 +26,7 @@ void gs_log_init(const char *component)
 {
     if (component)
         log_component = component;
-    int lvl = gs_log_level_parse(getenv("GPUSLICE_LOG_LEVEL"));
+    int lvl = gs_log_level_parse(getenv(GS_ENV_LOG_LEVEL));
     if (lvl >= 0)
         log_level = lvl;
 }

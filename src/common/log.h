@@ -9,6 +9,9 @@ enum gs_log_level { GS_LOG_ERROR = 0, GS_LOG_WARN = 1, GS_LOG_INFO = 2, GS_LOG_D
 
 /* Sets the component name shown in each line (static string) and reads the
  * level from the environment. Safe to call more than once. */
+/* The level every part reads from its environment: error | warn | info | debug
+ * (part of the node contract, listed in contract/contract.h). */
+#define GS_ENV_LOG_LEVEL "GPUSLICE_LOG_LEVEL"
 void gs_log_init(const char *component);
 /* Sends lines to fd instead of stderr (e.g. a log file in the state dir). */
 void gs_log_set_fd(int fd);

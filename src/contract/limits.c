@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define F(field) offsetof(struct gs_limits, field)
@@ -110,11 +109,4 @@ int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err)
         return gs_error_set(err, GS_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(e));
     }
     return GS_OK;
-}
-
-int gs_mps_daemon_present(const char *prefix, const char *pipe_dir, char *ctl, size_t len)
-{
-    struct stat st;
-    int n = snprintf(ctl, len, "%s%s/control", prefix ? prefix : "", pipe_dir);
-    return n >= 0 && (size_t)n < len && stat(ctl, &st) == 0 && S_ISSOCK(st.st_mode);
 }

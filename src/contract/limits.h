@@ -10,11 +10,8 @@
 
 #include "common/config.h"
 #include "common/error.h"
+#include "contract/contract.h"
 
-/* Where the interposer looks first, inside a container (a read-only mount). */
-#define GS_LIMITS_CONTAINER_DIR "/run/gpuslice"
-#define GS_LIMITS_FILE "limits"
-#define GS_LEDGER_FILE "ledger"
 #define GS_LIMITS_VERSION 1
 
 enum gs_compute_mode { GS_COMPUTE_SHARE = 0, GS_COMPUTE_CAP = 1 };
@@ -78,11 +75,5 @@ int gs_limits_prime_applies(const struct gs_limits *l);
 int gs_limits_load(const char *path, struct gs_limits *l, gs_error *err);
 /* Writes the file atomically (temp + rename) with mode 0444. */
 int gs_limits_write(const char *path, const struct gs_limits *l, gs_error *err);
-
-/* Where NVIDIA's MPS control daemon keeps its pipes unless CUDA_MPS_PIPE_DIRECTORY says. */
-#define GS_MPS_DEFAULT_PIPE_DIR "/tmp/nvidia-mps"
-/* Does an MPS control daemon listen in pipe_dir (looked up under prefix, "" for
- * none)? Writes the path of its control socket to ctl either way. */
-int gs_mps_daemon_present(const char *prefix, const char *pipe_dir, char *ctl, size_t len);
 
 #endif

@@ -33,8 +33,8 @@ int gs_slice_paths(const char *root, const char *id, struct gs_slice_paths *out,
     if (rc < 0)
         return rc;
     int n1 = snprintf(out->dir, sizeof out->dir, "%s/%s", root, id);
-    int n2 = snprintf(out->limits, sizeof out->limits, "%s/%s/" GS_LIMITS_FILE, root, id);
-    int n3 = snprintf(out->ledger, sizeof out->ledger, "%s/%s/" GS_LEDGER_FILE, root, id);
+    int n2 = snprintf(out->limits, sizeof out->limits, "%s/%s/" GS_SLICE_LIMITS, root, id);
+    int n3 = snprintf(out->ledger, sizeof out->ledger, "%s/%s/" GS_SLICE_LEDGER, root, id);
     if (n1 < 0 || n2 < 0 || n3 < 0 || (size_t)n2 >= sizeof out->limits ||
         (size_t)n3 >= sizeof out->ledger)
         return gs_error_set(err, GS_ERANGE, "state root '%s' is too long", root);

@@ -11,7 +11,6 @@
 #include "common/error.h"
 #include "contract/limits.h"
 
-#define GS_SLICE_DEFAULT_ROOT "/var/lib/gpuslice/slices"
 #define GS_SLICE_ID_MAX 100
 
 struct gs_slice_paths {

@@ -16,8 +16,8 @@
 #include "doctor/kube.h"
 #include "doctor/yamljson.h"
 
-static const char *const gpu_resources[] = {GS_RES_MEMORY, GS_RES_COMPUTE, GS_RES_REALTIME,
-                                            GS_RES_NVIDIA};
+static const char *const gpu_resources[] = {GS_RES_MEMORY_NAME, GS_RES_COMPUTE_NAME,
+                                            GS_RES_REALTIME_NAME, GS_RES_NVIDIA_NAME};
 #define NRES (sizeof gpu_resources / sizeof gpu_resources[0])
 
 static const cJSON *get(const cJSON *o, const char *k)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "contract/limits.h"
+#include "node/mps.h"
 #include "common/log.h"
 #include "contract/slice.h"
 #include "doctor/doctor.h"
@@ -58,8 +59,9 @@ static void usage(FILE *out)
                  "  --kubeconfig FILE API server credentials (default: $KUBECONFIG, then the\n"
                  "                    in-cluster service account, then K3s's k3s.yaml)\n"
                  "  --skip-cluster    do not contact the API server\n"
-                 "  --state-dir DIR   slice state root (default <root>" GS_SLICE_DEFAULT_ROOT ")\n"
-                 "  --kubelet-dir DIR kubelet root dir (default /var/lib/kubelet, under --root)\n"
+                 "  --state-dir DIR   slice state root (default <root>" GS_STATE_ROOT_DEFAULT ")\n"
+                 "  --kubelet-dir DIR kubelet root dir (default " GS_KUBELET_DIR_DEFAULT
+                 ", under --root)\n"
                  "  --grace SECONDS   a slice younger than this may not have used CUDA yet (300)\n"
                  "  --mps-pipe-dir D  the MPS daemon's pipe directory, for slices set to MPS\n"
                  "                    (default <root>/tmp/nvidia-mps, the agent's mps_pipe_dir)\n"
@@ -113,7 +115,7 @@ int gs_cmd_doctor(int argc, char **argv)
     d.grace_s = 300;
     const char *state = NULL, *mps = NULL;
     int json = 0, c;
-    memcpy(d.kubelet_dir, "/var/lib/kubelet", sizeof "/var/lib/kubelet");
+    memcpy(d.kubelet_dir, GS_KUBELET_DIR_DEFAULT, sizeof GS_KUBELET_DIR_DEFAULT);
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -177,7 +179,7 @@ int gs_cmd_doctor(int argc, char **argv)
     if (state) {
         if (set_str(d.state_dir, sizeof d.state_dir, state, "--state-dir") < 0)
             return 2;
-    } else if (gs_doctor_path(&d, GS_SLICE_DEFAULT_ROOT, d.state_dir, sizeof d.state_dir) != 0) {
+    } else if (gs_doctor_path(&d, GS_STATE_ROOT_DEFAULT, d.state_dir, sizeof d.state_dir) != 0) {
         fprintf(stderr, "gpuslice doctor: --root %s is too long\n", d.root);
         return 2;
     }

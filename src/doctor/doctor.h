@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/file.h"
+#include "contract/contract.h"
 
 enum gs_sev { GS_SEV_OK = 0, GS_SEV_INFO = 1, GS_SEV_WARN = 2, GS_SEV_ERROR = 3 };
 
@@ -21,13 +22,6 @@ struct cJSON;
 
 enum gs_platform { GS_PLAT_UNKNOWN = 0, GS_PLAT_DISCRETE, GS_PLAT_JETSON };
 
-/* The resources the agent advertises (and, in replica mode, nvidia.com/gpu). */
-#define GS_RES_MEMORY "gpuslice.io/gpu-memory"
-#define GS_RES_COMPUTE "gpuslice.io/gpu-compute"
-#define GS_RES_REALTIME "gpuslice.io/realtime"
-#define GS_RES_NVIDIA "nvidia.com/gpu"
-/* Node label with the size of one gpuslice.io/gpu-memory unit ("64Mi"). */
-#define GS_LABEL_MEMORY_UNIT "gpuslice.io/gpu-memory-unit"
 #define GS_RUNTIME_CLASS "nvidia"
 
 struct gs_doctor {

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "contract/nodefile.h"
 #include "doctor/doctor.h"
 
 enum sock_state { SOCK_MISSING, SOCK_NOT_SOCKET, SOCK_DEAD, SOCK_ALIVE, SOCK_UNTESTED };
@@ -55,10 +56,10 @@ static const char *agent_fix =
 void gs_kubelet_check(struct gs_doctor *d)
 {
     char dir[PATH_MAX], p[PATH_MAX], why[128];
-    snprintf(dir, sizeof dir, "%s/device-plugins", d->kubelet_dir);
+    snprintf(dir, sizeof dir, "%s/" GS_KUBELET_PLUGIN_SUBDIR, d->kubelet_dir);
     char abs[PATH_MAX + 32];
 
-    snprintf(abs, sizeof abs, "%s/kubelet.sock", dir);
+    snprintf(abs, sizeof abs, "%s/" GS_KUBELET_SOCKET, dir);
     enum sock_state ks =
         gs_doctor_path(d, abs, p, sizeof p) ? SOCK_MISSING : probe(p, why, sizeof why);
     if (ks == SOCK_MISSING || ks == SOCK_NOT_SOCKET || ks == SOCK_DEAD) {
@@ -79,35 +80,58 @@ void gs_kubelet_check(struct gs_doctor *d)
         gs_report_add(d->rep, GS_SEV_OK, "kubelet.socket", "kubelet device-plugin socket present");
     }
 
-    snprintf(abs, sizeof abs, "%s/gpuslice.sock", dir);
-    enum sock_state ps =
-        gs_doctor_path(d, abs, p, sizeof p) ? SOCK_MISSING : probe(p, why, sizeof why);
-    d->plugin_socket = ps == SOCK_ALIVE || ps == SOCK_UNTESTED ? 1 : ps == SOCK_DEAD ? -1 : 0;
-    if (ps == SOCK_MISSING || ps == SOCK_NOT_SOCKET) {
-        struct gs_finding *f = gs_report_add(
-            d->rep, GS_SEV_ERROR, "kubelet.plugin-socket-missing",
-            "the gpuslice device plugin is not registered here: Pods asking for gpuslice.io/* "
-            "stay Pending (Insufficient gpuslice.io/gpu-memory)");
-        gs_finding_evidence(f, "%s %s", abs,
-                            ps == SOCK_MISSING ? "does not exist" : "is not a socket");
-        gs_finding_fix(f, "%s", agent_fix);
-    } else if (ps == SOCK_DEAD) {
-        struct gs_finding *f =
-            gs_report_add(d->rep, GS_SEV_ERROR, "kubelet.plugin-socket-stale",
-                          "the gpuslice plugin socket exists but nobody listens: the agent died "
-                          "and the kubelet counts its devices as gone");
-        gs_finding_evidence(f, "%s: %s", abs, why);
-        gs_finding_fix(f, "%s", agent_fix);
-    } else {
-        struct gs_finding *f = gs_report_add(d->rep, GS_SEV_OK, "kubelet.plugin-socket",
-                                             "gpuslice plugin socket present%s",
-                                             ps == SOCK_ALIVE ? " and listening" : "");
-        if (why[0])
+    /* Which sockets the agent serves: its node file says (mode and one socket
+     * per resource); without one, the fractional mode's memory socket. */
+    struct gs_nodefile nf;
+    gs_error nerr = {0};
+    int have_nf = gs_nodefile_load(d->state_dir, &nf, &nerr) == GS_OK && nf.nres > 0;
+    if (!have_nf) {
+        memset(&nf, 0, sizeof nf);
+        nf.nres = 1;
+        snprintf(nf.res[0].name, sizeof nf.res[0].name, "%s", GS_RES_MEMORY_NAME);
+        snprintf(nf.res[0].socket, sizeof nf.res[0].socket, "%s", GS_SOCK_MEMORY);
+    }
+    d->plugin_socket = 1;
+    for (int i = 0; i < nf.nres; i++) {
+        if (!nf.res[i].socket[0])
+            continue;
+        snprintf(abs, sizeof abs, "%s/%s", dir, nf.res[i].socket);
+        why[0] = '\0';
+        enum sock_state ps =
+            gs_doctor_path(d, abs, p, sizeof p) ? SOCK_MISSING : probe(p, why, sizeof why);
+        if (ps == SOCK_MISSING || ps == SOCK_NOT_SOCKET) {
+            d->plugin_socket = 0;
+            struct gs_finding *f = gs_report_add(
+                d->rep, GS_SEV_ERROR, "kubelet.plugin-socket-missing",
+                "the gpuslice device plugin is not registered here for %s: Pods asking for it "
+                "stay Pending (Insufficient %s)",
+                nf.res[i].name, nf.res[i].name);
+            gs_finding_evidence(
+                f, "%s %s%s", abs, ps == SOCK_MISSING ? "does not exist" : "is not a socket",
+                have_nf ? "" : " (no agent node file: the fractional mode's socket)");
+            gs_finding_fix(f, "%s", agent_fix);
+        } else if (ps == SOCK_DEAD) {
+            if (d->plugin_socket > 0)
+                d->plugin_socket = -1;
+            struct gs_finding *f =
+                gs_report_add(d->rep, GS_SEV_ERROR, "kubelet.plugin-socket-stale",
+                              "the gpuslice plugin socket for %s exists but nobody listens: the "
+                              "agent died and the kubelet counts its devices as gone",
+                              nf.res[i].name);
             gs_finding_evidence(f, "%s: %s", abs, why);
+            gs_finding_fix(f, "%s", agent_fix);
+        } else {
+            struct gs_finding *f =
+                gs_report_add(d->rep, GS_SEV_OK, "kubelet.plugin-socket",
+                              "gpuslice plugin socket for %s present%s", nf.res[i].name,
+                              ps == SOCK_ALIVE ? " and listening" : "");
+            gs_finding_evidence(f, "%s%s%s", abs, why[0] ? ": " : "", why);
+        }
     }
 
-    snprintf(abs, sizeof abs, "%s/device-plugins/nvidia-gpu.sock", d->kubelet_dir);
-    if (gs_doctor_exists(d, abs)) {
+    /* In replica mode that file name is ours (GS_SOCK_REPLICA). */
+    snprintf(abs, sizeof abs, "%s/" GS_SOCK_NVIDIA_PLUGIN, dir);
+    if (!(have_nf && nf.replica) && gs_doctor_exists(d, abs)) {
         struct gs_finding *f =
             gs_report_add(d->rep, GS_SEV_INFO, "kubelet.nvidia-plugin-present",
                           "NVIDIA's device plugin is also registered on this node");
@@ -117,7 +141,7 @@ void gs_kubelet_check(struct gs_doctor *d)
                           "remove NVIDIA's plugin from this node.");
     }
 
-    snprintf(abs, sizeof abs, "%s/pod-resources/kubelet.sock", d->kubelet_dir);
+    snprintf(abs, sizeof abs, "%s/" GS_PODRES_SOCKET_SUBPATH, d->kubelet_dir);
     enum sock_state rs =
         gs_doctor_path(d, abs, p, sizeof p) ? SOCK_MISSING : probe(p, why, sizeof why);
     if (rs == SOCK_MISSING || rs == SOCK_NOT_SOCKET || rs == SOCK_DEAD) {

@@ -20,6 +20,7 @@
 
 #include "contract/ledger.h"
 #include "contract/limits.h"
+#include "node/mps.h"
 #include "common/quantity.h"
 #include "contract/slice.h"
 #include "doctor/doctor.h"
@@ -49,9 +50,9 @@ struct totals {
 static void check_slice(struct gs_doctor *d, const char *id, struct totals *t)
 {
     char limits[PATH_MAX], ledger[PATH_MAX];
-    if (snprintf(limits, sizeof limits, "%s/%s/" GS_LIMITS_FILE, d->state_dir, id) >=
+    if (snprintf(limits, sizeof limits, "%s/%s/" GS_SLICE_LIMITS, d->state_dir, id) >=
             (int)sizeof limits ||
-        snprintf(ledger, sizeof ledger, "%s/%s/" GS_LEDGER_FILE, d->state_dir, id) >=
+        snprintf(ledger, sizeof ledger, "%s/%s/" GS_SLICE_LEDGER, d->state_dir, id) >=
             (int)sizeof ledger)
         return;
     struct gs_limits l;
@@ -149,7 +150,7 @@ static void check_unified_cluster(struct gs_doctor *d)
     char a[32], b[32];
     const cJSON *alloc = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(d->this_node, "status"), "allocatable");
-    const char *units = gs_yamljson_str(alloc, GS_RES_MEMORY);
+    const char *units = gs_yamljson_str(alloc, GS_RES_MEMORY_NAME);
     uint64_t n = 0;
     if (units && gs_quantity_parse_bytes(units, &n, NULL) == 0 && d->mem_total &&
         n <= UINT64_MAX / unit && n * unit > d->mem_total) {
@@ -159,7 +160,7 @@ static void check_unified_cluster(struct gs_doctor *d)
             d->rep, GS_SEV_ERROR, "tenant.unified-pool-too-big",
             "the node advertises %s of GPU memory but the board has %s of RAM in all", a, b);
         gs_finding_evidence(f, "allocatable %s = %s x %s; /proc/meminfo MemTotal = %s",
-                            GS_RES_MEMORY, units, unit_text(d), b);
+                            GS_RES_MEMORY_NAME, units, unit_text(d), b);
         gs_finding_fix(f, "The agent's pool must be MemTotal minus the reserve for the OS and K3s: "
                           "check its configuration (pool size / reserve) and restart it.");
     }
@@ -169,7 +170,8 @@ static void check_unified_cluster(struct gs_doctor *d)
         const char *node = gs_yamljson_str(cJSON_GetObjectItemCaseSensitive(p, "spec"), "nodeName");
         uint64_t gu = 0, mem = 0;
         if (!node || strcmp(node, d->node) || !gs_cluster_pod_active(p) ||
-            !gs_cluster_pod_request(p, GS_RES_MEMORY, &gu) || gu == 0 || gu > UINT64_MAX / unit)
+            !gs_cluster_pod_request(p, GS_RES_MEMORY_NAME, &gu) || gu == 0 ||
+            gu > UINT64_MAX / unit)
             continue;
         uint64_t gbytes = gu * unit;
         int has_mem = gs_cluster_pod_request(p, "memory", &mem);
@@ -184,7 +186,7 @@ static void check_unified_cluster(struct gs_doctor *d)
             "Pod %s has a %s GPU slice but %s: on this unified-memory board both come out of "
             "the same RAM, so the scheduler hands it out twice",
             name, a, has_mem ? "requests less memory than that" : "no memory request");
-        gs_finding_evidence(f, "%s=%llu (x %s) = %s; memory request %s", GS_RES_MEMORY,
+        gs_finding_evidence(f, "%s=%llu (x %s) = %s; memory request %s", GS_RES_MEMORY_NAME,
                             (unsigned long long)gu, unit_text(d), a, has_mem ? b : "not set");
         gs_finding_fix(f,
                        "Set resources.requests.memory to at least %lluMi plus the process's "

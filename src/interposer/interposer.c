@@ -112,10 +112,10 @@ static void apply_sharing_env(const struct gs_limits *l)
  * read-only mount. NULL: no slice (pure pass-through). */
 static const char *slice_dir(int *in_container)
 {
-    *in_container = file_exists(GS_LIMITS_CONTAINER_DIR "/" GS_LIMITS_FILE);
+    *in_container = file_exists(GS_CTR_LIMITS);
     if (*in_container)
-        return GS_LIMITS_CONTAINER_DIR;
-    const char *env = getenv("GPUSLICE_STATE_DIR");
+        return GS_CTR_DIR;
+    const char *env = getenv(GS_ENV_STATE_DIR);
     return env && *env ? env : NULL;
 }
 
@@ -124,7 +124,7 @@ __attribute__((constructor)) static void sharing_env_at_start(void)
     int in_container;
     const char *dir = slice_dir(&in_container);
     char limits[320];
-    if (!dir || snprintf(limits, sizeof limits, "%s/" GS_LIMITS_FILE, dir) >= (int)sizeof limits)
+    if (!dir || snprintf(limits, sizeof limits, "%s/" GS_SLICE_LIMITS, dir) >= (int)sizeof limits)
         return;
     struct gs_limits l;
     if (gs_limits_load(limits, &l, NULL) == 0)
@@ -138,8 +138,8 @@ static void load_limits(void)
     const char *dir = slice_dir(&in_container);
     if (!dir)
         return; /* no slice: pure pass-through */
-    snprintf(limits, sizeof limits, "%s/" GS_LIMITS_FILE, dir);
-    snprintf(ledger, sizeof ledger, "%s/" GS_LEDGER_FILE, dir);
+    snprintf(limits, sizeof limits, "%s/" GS_SLICE_LIMITS, dir);
+    snprintf(ledger, sizeof ledger, "%s/" GS_SLICE_LEDGER, dir);
     if (!in_container) {
         snprintf(gs_g.state_dir, sizeof gs_g.state_dir, "%s", dir);
         if (!file_exists(limits)) {

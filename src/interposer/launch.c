@@ -148,8 +148,8 @@ void gs_cc_init(const char *state_dir)
                 "it should end %.0f us before its next request is due",
                 (double)cc.self.guard_ns / 1000.0);
     struct stat st;
-    if (stat(GS_LIMITS_CONTAINER_DIR "/peers", &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(cc.peers_dir, sizeof cc.peers_dir, "%s", GS_LIMITS_CONTAINER_DIR "/peers");
+    if (stat(GS_CTR_PEERS, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(cc.peers_dir, sizeof cc.peers_dir, "%s", GS_CTR_PEERS);
     } else if (state_dir) {
         snprintf(cc.peers_dir, sizeof cc.peers_dir, "%s", state_dir);
         char *slash = strrchr(cc.peers_dir, '/');
@@ -192,7 +192,7 @@ static void scan_peers(uint64_t now)
         char path[600];
         struct peer *p = &cc.peers[cc.npeers];
         memset(p, 0, sizeof *p);
-        snprintf(path, sizeof path, "%s/%s/" GS_LIMITS_FILE, cc.peers_dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s/" GS_SLICE_LIMITS, cc.peers_dir, e->d_name);
         if (gs_limits_load(path, &p->limits, NULL) < 0)
             continue;
         if (!strcmp(p->limits.slice_id, gs_g.limits.slice_id) && gs_g.limits.slice_id[0])
@@ -200,7 +200,7 @@ static void scan_peers(uint64_t now)
         if (p->limits.device[0] && gs_g.limits.device[0] &&
             strcmp(p->limits.device, gs_g.limits.device) != 0)
             continue; /* a tenant of another GPU: its windows are not ours */
-        snprintf(path, sizeof path, "%s/%s/" GS_LEDGER_FILE, cc.peers_dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s/" GS_SLICE_LEDGER, cc.peers_dir, e->d_name);
         /* Never mmap another tenant's ledger: it could truncate the file under
          * us and every access would then raise SIGBUS in our process. */
         p->fd = open(path, O_RDONLY | O_CLOEXEC);

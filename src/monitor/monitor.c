@@ -22,10 +22,8 @@
 #include "contract/limits.h"
 #include "common/quantity.h"
 #include "contract/slice.h"
-#include "agent/plugin.h"
 #include "monitor/dashboard.h"
-#include "kubelet/rpc.h"
-#include "proto/podresources_v1.pb-c.h"
+#include "kubelet/podres.h"
 
 int gs_cmd_monitor(int argc, char **argv);
 
@@ -65,8 +63,9 @@ static int collect(const char *root, struct row **out, int *n)
     if (!d) {
         fprintf(stderr,
                 "gpuslice monitor: cannot read state root %s (%m): on a node the agent keeps "
-                "slices in /var/lib/gpuslice/slices; `gpuslice run` in $XDG_RUNTIME_DIR/gpuslice, "
-                "/run/gpuslice-run (root) or /tmp/gpuslice-<uid>; pass --state-root\n",
+                "slices in " GS_STATE_ROOT_DEFAULT
+                "; `gpuslice run` in $XDG_RUNTIME_DIR/" GS_RUN_ROOT_XDG_SUBDIR ", " GS_RUN_ROOT_ROOT
+                " (root) or " GS_RUN_ROOT_TMP_PREFIX "<uid>; pass --state-root\n",
                 root);
         return -1;
     }
@@ -132,41 +131,33 @@ static int has_token(const char *list, const char *id)
     return 0;
 }
 
+struct join {
+    struct row *rows;
+    int n;
+};
+
+static void join_one(void *ud, const struct gs_podres_device *d)
+{
+    struct join *j = ud;
+    for (int r = 0; r < j->n; r++) {
+        struct row *row = &j->rows[r];
+        if (row->devices[0] && has_token(row->devices, d->id)) {
+            snprintf(row->pod, sizeof row->pod, "%s", d->pod);
+            snprintf(row->ns, sizeof row->ns, "%s", d->ns);
+            snprintf(row->container, sizeof row->container, "%s", d->container);
+        }
+    }
+}
+
 static void join_pods(struct row *rows, int n, const char *sock)
 {
     if (!sock || !*sock || access(sock, F_OK) != 0)
         return;
-    uint8_t *resp = NULL;
-    size_t len = 0;
     gs_error err = {0};
-    if (gs_rpc_call_unary(sock, GS_PLUGIN_PATH_PODRES_LIST, (const uint8_t *)"", 0, 3000, &resp,
-                          &len, &err) < 0) {
+    struct join j = {.rows = rows, .n = n};
+    if (gs_podres_list(sock, 3000, join_one, &j, &err) < 0)
         fprintf(stderr, "gpuslice monitor: PodResources List on %s failed: %s (Pods not shown)\n",
                 sock, err.msg);
-        return;
-    }
-    V1__ListPodResourcesResponse *m = v1__list_pod_resources_response__unpack(NULL, len, resp);
-    free(resp);
-    if (!m) {
-        fprintf(stderr, "gpuslice monitor: the PodResources reply from %s does not decode\n", sock);
-        return;
-    }
-    for (size_t i = 0; i < m->n_pod_resources; i++) {
-        V1__PodResources *pod = m->pod_resources[i];
-        for (size_t j = 0; j < pod->n_containers; j++) {
-            V1__ContainerResources *c = pod->containers[j];
-            for (size_t k = 0; k < c->n_devices; k++)
-                for (size_t d = 0; d < c->devices[k]->n_device_ids; d++)
-                    for (int r = 0; r < n; r++)
-                        if (rows[r].devices[0] &&
-                            has_token(rows[r].devices, c->devices[k]->device_ids[d])) {
-                            snprintf(rows[r].pod, sizeof rows[r].pod, "%s", pod->name);
-                            snprintf(rows[r].ns, sizeof rows[r].ns, "%s", pod->namespace_);
-                            snprintf(rows[r].container, sizeof rows[r].container, "%s", c->name);
-                        }
-        }
-    }
-    v1__list_pod_resources_response__free_unpacked(m, NULL);
 }
 
 static const char *cuda_seen(const struct row *r, char *buf, size_t len)
@@ -292,20 +283,17 @@ static void label(char *out, size_t len, const char *v)
 static const struct {
     const char *name, *type, *help;
 } metric_defs[] = {
-    {"gpuslice_slice_memory_limit_bytes", "gauge",
+    {GS_METRIC_MEMORY_LIMIT, "gauge",
      "Device memory the slice's application may allocate (0 = no cap)."},
-    {"gpuslice_slice_memory_used_bytes", "gauge",
-     "Device memory the slice's live processes hold now."},
-    {"gpuslice_slice_memory_peak_bytes", "gauge",
-     "Largest device memory one process of the slice held."},
-    {"gpuslice_slice_processes", "gauge",
+    {GS_METRIC_MEMORY_USED, "gauge", "Device memory the slice's live processes hold now."},
+    {GS_METRIC_MEMORY_PEAK, "gauge", "Largest device memory one process of the slice held."},
+    {GS_METRIC_PROCESSES, "gauge",
      "Live processes of the slice, as seen from the monitor's pid namespace."},
-    {"gpuslice_slice_compute_share_percent", "gauge",
-     "Compute share of one GPU (0 = uncontrolled)."},
-    {"gpuslice_slice_allocations_total", "counter", "Allocations counted against the slice."},
-    {"gpuslice_slice_oom_total", "counter", "Allocations refused by the slice's memory cap."},
-    {"gpuslice_slice_launches_total", "counter", "Kernel and graph launches seen."},
-    {"gpuslice_slice_cuda_seen", "gauge",
+    {GS_METRIC_COMPUTE_SHARE, "gauge", "Compute share of one GPU (0 = uncontrolled)."},
+    {GS_METRIC_ALLOCATIONS, "counter", "Allocations counted against the slice."},
+    {GS_METRIC_OOM, "counter", "Allocations refused by the slice's memory cap."},
+    {GS_METRIC_LAUNCHES, "counter", "Kernel and graph launches seen."},
+    {GS_METRIC_CUDA_SEEN, "gauge",
      "1 once a process of the slice used CUDA; 0 = held, never used (CPU fallback?)."},
 };
 
@@ -331,8 +319,8 @@ static char *build_metrics(const struct row *rows, int n)
     if (!buf)
         return NULL;
     int w = snprintf(buf, cap,
-                     "# HELP gpuslice_slices Slices on this node.\n"
-                     "# TYPE gpuslice_slices gauge\ngpuslice_slices %d\n",
+                     "# HELP " GS_METRIC_SLICES " Slices on this node.\n"
+                     "# TYPE " GS_METRIC_SLICES " gauge\n" GS_METRIC_SLICES " %d\n",
                      n);
     len = w > 0 ? (size_t)w : 0;
     for (size_t k = 0; k < sizeof metric_defs / sizeof metric_defs[0]; k++) {
@@ -475,10 +463,10 @@ int gs_cmd_monitor(int argc, char **argv)
                                          {"pod-resources-socket", required_argument, 0, 'p'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *root = GS_SLICE_DEFAULT_ROOT;
+    const char *root = GS_STATE_ROOT_DEFAULT;
     int json = 0, once = 0, c;
     const char *listen_on = NULL;
-    const char *podres = "/var/lib/kubelet/pod-resources/kubelet.sock";
+    const char *podres = GS_PODRES_SOCKET_DEFAULT;
     long interval = 2;
     optind = 1;
     while ((c = getopt_long(argc, argv, "r:j1i:l:p:h", opts, NULL)) != -1) {

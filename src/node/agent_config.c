@@ -7,17 +7,18 @@
 
 #include "common/config.h"
 #include "contract/limits.h"
+#include "node/mps.h"
 #include "common/quantity.h"
 
 #define F(f) offsetof(struct gs_agent_config, f)
 #define S(f) sizeof(((struct gs_agent_config *)0)->f)
 const struct gs_cfg_entry gs_agent_config_table[] = {
-    {"kubelet_dir", GS_CFG_STRING, F(kubelet_dir), 0, S(kubelet_dir),
-     "/var/lib/kubelet/device-plugins", NULL, "where kubelet.sock lives; our sockets go there"},
+    {"kubelet_dir", GS_CFG_STRING, F(kubelet_dir), 0, S(kubelet_dir), GS_KUBELET_PLUGIN_DIR_DEFAULT,
+     NULL, "where kubelet.sock lives; our sockets go there"},
     {"pod_resources_socket", GS_CFG_STRING, F(pod_resources_socket), 0, S(pod_resources_socket),
-     "/var/lib/kubelet/pod-resources/kubelet.sock", NULL,
+     GS_PODRES_SOCKET_DEFAULT, NULL,
      "kubelet PodResources socket, to reclaim state of containers that are gone"},
-    {"state_root", GS_CFG_STRING, F(state_root), 0, S(state_root), "/var/lib/gpuslice/slices", NULL,
+    {"state_root", GS_CFG_STRING, F(state_root), 0, S(state_root), GS_STATE_ROOT_DEFAULT, NULL,
      "per-allocation state (limits, ledger) on the host"},
     {"backend", GS_CFG_ENUM, F(backend), 0, 0, "auto", "auto|nvml|tegra|simulated",
      "GPU inventory source"},
@@ -73,10 +74,10 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
      "best-effort slice's context by then (0 = off; docs/compute.md)"},
     {"device_list_strategy", GS_CFG_ENUM, F(device_list_strategy), 0, 0, "envvar",
      "envvar|cdi-annotations|cdi-cri", "how the GPU is named to the runtime"},
-    {"cdi_kind", GS_CFG_STRING, F(cdi_kind), 0, S(cdi_kind), "nvidia.com/gpu", NULL,
+    {"cdi_kind", GS_CFG_STRING, F(cdi_kind), 0, S(cdi_kind), GS_RES_NVIDIA_NAME, NULL,
      "CDI kind of the GPU devices (nvidia-ctk cdi generate)"},
-    {"interposer_path", GS_CFG_STRING, F(interposer_path), 0, S(interposer_path),
-     "/usr/local/lib/gpuslice/libgpuslice.so", NULL, "libgpuslice.so on the host"},
+    {"interposer_path", GS_CFG_STRING, F(interposer_path), 0, S(interposer_path), GS_CTR_INTERPOSER,
+     NULL, "libgpuslice.so on the host"},
     {"pass_device_specs", GS_CFG_BOOL, F(pass_device_specs), 0, 0, "true", NULL,
      "return the GPU device nodes in Allocate"},
     {"tegra_reserve_os", GS_CFG_BYTES, F(tegra_reserve_os), 0, 1ull << 40, "1Gi", NULL,

@@ -17,7 +17,6 @@ enum gs_agent_yield {
     GS_AGENT_YIELD_SHRINK
 };
 /* Where containers find the MPS control daemon when compute_sharing = mps. */
-#define GS_CONTAINER_MPS_DIR "/run/gpuslice/mps"
 
 struct gs_agent_config {
     char kubelet_dir[256];

@@ -44,8 +44,7 @@ static int build_replica(struct gs_resources *rs, const struct gs_inventory *inv
         snprintf(name, sizeof name, "%.50s.shared", s->name);
     else
         snprintf(name, sizeof name, "%s", s->name);
-    /* Same socket name as NVIDIA's plugin, so only one of the two can run. */
-    struct gs_resource *r = add(rs, name, "nvidia-gpu.sock", GS_RES_REPLICA);
+    struct gs_resource *r = add(rs, name, GS_SOCK_REPLICA, GS_RES_REPLICA);
     r->fail_gt_one = sh->fail_requests_greater_than_one;
     unsigned n = (unsigned)s->replicas;
     r->unit_pct = 100 / n;
@@ -72,13 +71,12 @@ static int build_replica(struct gs_resources *rs, const struct gs_inventory *inv
 static int build_fractional(struct gs_resources *rs, const struct gs_inventory *inv,
                             const struct gs_agent_config *c, gs_error *err)
 {
-    struct gs_resource *m = add(rs, GS_RES_MEMORY_NAME, "gpuslice-gpu-memory.sock", GS_RES_MEMORY);
-    struct gs_resource *p =
-        add(rs, GS_RES_COMPUTE_NAME, "gpuslice-gpu-compute.sock", GS_RES_COMPUTE);
+    struct gs_resource *m = add(rs, GS_RES_MEMORY_NAME, GS_SOCK_MEMORY, GS_RES_MEMORY);
+    struct gs_resource *p = add(rs, GS_RES_COMPUTE_NAME, GS_SOCK_COMPUTE, GS_RES_COMPUTE);
     p->unit_pct = 1;
     struct gs_resource *rt = NULL;
     if (c->realtime_slots_per_gpu)
-        rt = add(rs, GS_RES_REALTIME_NAME, "gpuslice-realtime.sock", GS_RES_REALTIME);
+        rt = add(rs, GS_RES_REALTIME_NAME, GS_SOCK_REALTIME, GS_RES_REALTIME);
     for (int g = 0; g < inv->ngpu; g++) {
         uint64_t total = inv->gpu[g].memory;
         uint64_t need = c->max_slices_per_gpu * rs->context_reserve[g];
@@ -129,8 +127,7 @@ int gs_resources_build(struct gs_resources *rs, const struct gs_inventory *inv,
     if (rc < 0)
         return rc;
     if (rs->replica_mode && c->realtime_slots_per_gpu) {
-        struct gs_resource *rt =
-            add(rs, GS_RES_REALTIME_NAME, "gpuslice-realtime.sock", GS_RES_REALTIME);
+        struct gs_resource *rt = add(rs, GS_RES_REALTIME_NAME, GS_SOCK_REALTIME, GS_RES_REALTIME);
         for (int g = 0; g < inv->ngpu; g++)
             rt->per_gpu[g] = (int)c->realtime_slots_per_gpu;
     }

@@ -17,13 +17,11 @@
 #include "node/agent_config.h"
 #include "node/inventory.h"
 #include "common/error.h"
+#include "contract/contract.h"
 
 enum gs_res_kind { GS_RES_MEMORY, GS_RES_COMPUTE, GS_RES_REALTIME, GS_RES_REPLICA, GS_RES_NKINDS };
 
 #define GS_RES_MAX 4
-#define GS_RES_MEMORY_NAME "gpuslice.io/gpu-memory"
-#define GS_RES_COMPUTE_NAME "gpuslice.io/gpu-compute"
-#define GS_RES_REALTIME_NAME "gpuslice.io/realtime"
 /* Bound on one ListAndWatch message; the kubelet's limit is 4 MiB. */
 #define GS_RES_LIST_BUDGET (1u << 20)
 

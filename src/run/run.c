@@ -16,9 +16,10 @@
 #include <unistd.h>
 
 #include "node/resources.h"
-#include "cli/cli.h"
+#include "run/run.h"
 #include "common/gs_cuda.h"
 #include "contract/ledger.h"
+#include "node/mps.h"
 #include "common/log.h"
 #include "common/quantity.h"
 #include "contract/slice.h"
@@ -202,11 +203,11 @@ static void default_state_root(char *out, size_t len)
 {
     const char *x = getenv("XDG_RUNTIME_DIR");
     if (x && *x)
-        snprintf(out, len, "%s/gpuslice", x);
+        snprintf(out, len, "%s/" GS_RUN_ROOT_XDG_SUBDIR, x);
     else if (geteuid() == 0)
-        snprintf(out, len, "/run/gpuslice-run");
+        snprintf(out, len, GS_RUN_ROOT_ROOT);
     else
-        snprintf(out, len, "/tmp/gpuslice-%ld", (long)geteuid());
+        snprintf(out, len, GS_RUN_ROOT_TMP_PREFIX "%ld", (long)geteuid());
 }
 
 static void prepend_env(const char *name, const char *value, char sep)
@@ -368,7 +369,7 @@ int gs_cmd_run(int argc, char **argv)
     char lib[PATH_MAX];
     static const char *const lib_rel[] = {"libgpuslice.so", "../lib/gpuslice/libgpuslice.so",
                                           "/usr/local/lib/gpuslice/libgpuslice.so"};
-    if (find_file(lib, sizeof lib, "GPUSLICE_INTERPOSER", lib_rel, 3) < 0) {
+    if (find_file(lib, sizeof lib, GS_ENV_INTERPOSER, lib_rel, 3) < 0) {
         fprintf(stderr,
                 "gpuslice run: libgpuslice.so not found next to the gpuslice binary or in "
                 "/usr/local/lib/gpuslice (set GPUSLICE_INTERPOSER=/path/to/libgpuslice.so)\n");
@@ -471,7 +472,7 @@ int gs_cmd_run(int argc, char **argv)
                 lim.priority == GS_PRIO_CRITICAL ? ", latency-critical" : "");
     if (lim.sharing == GS_SHARING_MPS) {
         char pipe[PATH_MAX];
-        const char *pd = getenv("CUDA_MPS_PIPE_DIRECTORY");
+        const char *pd = getenv(GS_ENV_MPS_PIPE_DIR);
         int daemon =
             gs_mps_daemon_present("", pd && *pd ? pd : GS_MPS_DEFAULT_PIPE_DIR, pipe, sizeof pipe);
         char thr[32] = "all threads";
@@ -517,8 +518,8 @@ int gs_cmd_run(int argc, char **argv)
     }
     if (child_pid == 0) {
         prepend_env("LD_PRELOAD", lib, ':');
-        setenv("GPUSLICE_STATE_DIR", paths.dir, 1);
-        setenv("GPUSLICE_SLICE_ID", lim.slice_id, 1);
+        setenv(GS_ENV_STATE_DIR, paths.dir, 1);
+        setenv(GS_ENV_SLICE_ID, lim.slice_id, 1);
         if (simulated) {
             char simdir[PATH_MAX];
             snprintf(simdir, sizeof simdir, "%s", driver);

@@ -53,7 +53,7 @@ class Node:
         os.makedirs(dp, exist_ok=True)
         os.makedirs(pr, exist_ok=True)
         names = {"kubelet": os.path.join(dp, "kubelet.sock"),
-                 "plugin": os.path.join(dp, "gpuslice.sock"),
+                 "plugin": os.path.join(dp, "gpuslice-gpu-memory.sock"),
                  "podresources": os.path.join(pr, "kubelet.sock")}
         for key in sockets:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -93,9 +93,9 @@ static pid_t spawn(const struct slice *s, const char *extra_env, int *out_fd,
         setenv("GS_FAKE_MEM", "16Gi", 1);
         setenv("GS_FAKE_NVML_MEM", "16Gi", 1);
         if (s)
-            setenv("GPUSLICE_STATE_DIR", s->p.dir, 1);
+            setenv(GS_ENV_STATE_DIR, s->p.dir, 1);
         else
-            unsetenv("GPUSLICE_STATE_DIR");
+            unsetenv(GS_ENV_STATE_DIR);
         if (extra_env) { /* NAME=VALUE, several separated by spaces */
             char buf[512], *save = NULL;
             snprintf(buf, sizeof buf, "%s", extra_env);

@@ -1,0 +1,123 @@
+/* The node contract: every name that crosses a process boundary, in one place.
+ *
+ * gpuslice is several programs that never share memory: the agent (a kubelet
+ * device plugin), the interposer inside each tenant's processes, `gpuslice run`,
+ * the monitor, the doctor, and what an operator applies from deploy/. They
+ * agree only through names: files in a slice's directory, sockets under the
+ * kubelet's directory, resource names the scheduler counts, node labels, paths
+ * mounted into containers, environment variables, metric names. Each of those
+ * is spelled here and nowhere else in the C code; a writer and its reader use
+ * the same macro, and tests/contract/contract_test.py runs the real writer
+ * (the agent) against the real readers (the doctor, the monitor).
+ *
+ * The formats behind the names live beside this file: the limits file
+ * (limits.h), the ledger ABI (ledger.h), the slice directory (slice.h).
+ * Libc only, like all of contract/: the interposer compiles it in. */
+#ifndef GS_CONTRACT_H
+#define GS_CONTRACT_H
+
+/* ---- A slice's directory on the host: <state root>/<slice id>/ ------------- */
+
+/* The agent's state root (setting state_root); `gpuslice run` uses its own
+ * (GS_RUN_ROOT_*). The doctor and the monitor read both. */
+#define GS_STATE_ROOT_DEFAULT "/var/lib/gpuslice/slices"
+#define GS_SLICE_LIMITS "limits" /* written by the agent or run, mode 0444 (limits.h) */
+#define GS_SLICE_LEDGER "ledger" /* the tenant's shared usage record, 0666 (ledger.h) */
+#define GS_SLICE_ALLOC "alloc"   /* agent only: the kubelet device IDs the slice holds */
+#define GS_SLICE_LOG "log"       /* the interposer's once-per-process warnings */
+/* Directory names under the state root that are not slices. */
+#define GS_AGENT_DIR "_agent"
+/* In GS_AGENT_DIR: the agent's facts about the node ("key = value" lines, read by
+ * the doctor and the monitor) and the ld.so.preload file it mounts into tenants. */
+#define GS_AGENT_NODE_FILE "node"
+#define GS_AGENT_PRELOAD_FILE "ld.so.preload"
+/* Keys of the node file. */
+#define GS_NODE_KEY_BACKEND "backend"           /* nvml | tegra | simulated */
+#define GS_NODE_KEY_SIMULATED "simulated"       /* true | false */
+#define GS_NODE_KEY_MODE "mode"                 /* fractional | replica */
+#define GS_NODE_KEY_MEMORY_UNIT "memory_unit"   /* bytes of one memory unit */
+#define GS_NODE_KEY_KUBELET_DIR "kubelet_dir"   /* where the agent put its sockets */
+#define GS_NODE_KEY_SOCKET_PREFIX "socket."     /* socket.<resource> = <file name> */
+#define GS_NODE_KEY_RESOURCE_PREFIX "resource." /* resource.<name> = <units on the node> */
+/* NFD's local feature source: the file the agent writes in its features_dir. */
+#define GS_FEATURES_FILE "gpuslice"
+
+/* `gpuslice run`'s state root, first that applies: $XDG_RUNTIME_DIR/gpuslice,
+ * /run/gpuslice-run as root, /tmp/gpuslice-<uid>. */
+#define GS_RUN_ROOT_XDG_SUBDIR "gpuslice"
+#define GS_RUN_ROOT_ROOT "/run/gpuslice-run"
+#define GS_RUN_ROOT_TMP_PREFIX "/tmp/gpuslice-"
+
+/* ---- The kubelet ------------------------------------------------------------ */
+
+#define GS_KUBELET_DIR_DEFAULT "/var/lib/kubelet"
+#define GS_KUBELET_PLUGIN_SUBDIR "device-plugins" /* under the kubelet dir */
+#define GS_KUBELET_SOCKET "kubelet.sock"          /* the kubelet's Registration server */
+#define GS_PODRES_SOCKET_SUBPATH "pod-resources/kubelet.sock"
+#define GS_KUBELET_PLUGIN_DIR_DEFAULT GS_KUBELET_DIR_DEFAULT "/" GS_KUBELET_PLUGIN_SUBDIR
+#define GS_PODRES_SOCKET_DEFAULT GS_KUBELET_DIR_DEFAULT "/" GS_PODRES_SOCKET_SUBPATH
+
+/* ---- Resources the scheduler counts, and the socket each is served on ------ */
+
+#define GS_RES_MEMORY_NAME "gpuslice.io/gpu-memory"   /* memory units (GS_LABEL_MEMORY_UNIT) */
+#define GS_RES_COMPUTE_NAME "gpuslice.io/gpu-compute" /* percent of one GPU */
+#define GS_RES_REALTIME_NAME "gpuslice.io/realtime"   /* latency-critical slots */
+#define GS_RES_NVIDIA_NAME "nvidia.com/gpu"           /* replica mode, as NVIDIA's plugin */
+#define GS_RES_PREFIX "gpuslice.io/"
+#define GS_SOCK_MEMORY "gpuslice-gpu-memory.sock"
+#define GS_SOCK_COMPUTE "gpuslice-gpu-compute.sock"
+#define GS_SOCK_REALTIME "gpuslice-realtime.sock"
+/* Replica mode: the same file name as NVIDIA's plugin, so only one of the two
+ * can serve nvidia.com/gpu on a node. */
+#define GS_SOCK_REPLICA "nvidia-gpu.sock"
+/* NVIDIA's own device plugin, which the doctor looks for beside ours. */
+#define GS_SOCK_NVIDIA_PLUGIN "nvidia-gpu.sock"
+
+/* ---- Node labels ------------------------------------------------------------ */
+
+#define GS_LABEL_GPU "gpuslice.io/gpu" /* the operator's: nodes the DaemonSet runs on */
+#define GS_LABEL_MEMORY_UNIT "gpuslice.io/gpu-memory-unit" /* e.g. 256Mi */
+#define GS_LABEL_BACKEND "gpuslice.io/backend"
+#define GS_LABEL_MODE "gpuslice.io/mode"
+
+/* ---- Inside a tenant's container --------------------------------------------- */
+
+#define GS_CTR_DIR "/run/gpuslice"
+#define GS_CTR_LIMITS GS_CTR_DIR "/" GS_SLICE_LIMITS /* read-only file mount */
+#define GS_CTR_LEDGER GS_CTR_DIR "/" GS_SLICE_LEDGER /* read-write file mount */
+#define GS_CTR_PEERS GS_CTR_DIR "/peers" /* the state root, read-only: the other tenants */
+#define GS_CTR_MPS_DIR GS_CTR_DIR "/mps" /* the node's MPS pipe directory */
+#define GS_CTR_INTERPOSER "/usr/local/lib/gpuslice/libgpuslice.so"
+#define GS_CTR_PRELOAD "/etc/ld.so.preload"
+/* CDI annotation key prefix (as NVIDIA's plugin writes it); the slice id follows. */
+#define GS_CDI_ANNOTATION_PREFIX "cdi.k8s.io/gpuslice_"
+
+/* ---- Environment variables ---------------------------------------------------- */
+
+/* Set by gpuslice (the agent's Allocate answer, `gpuslice run`): */
+#define GS_ENV_SLICE_ID "GPUSLICE_SLICE_ID"
+#define GS_ENV_SIMULATED "GPUSLICE_SIMULATED" /* "1": the slice is on the simulated GPU */
+/* Read by the interposer outside a container: the slice's directory. */
+#define GS_ENV_STATE_DIR "GPUSLICE_STATE_DIR"
+/* Read by `gpuslice run`: where libgpuslice.so is, when not beside the binary. */
+#define GS_ENV_INTERPOSER "GPUSLICE_INTERPOSER"
+/* Read by every part: GS_ENV_LOG_LEVEL ("GPUSLICE_LOG_LEVEL"), defined in
+ * common/log.h, which sits below the contract. */
+/* Set by gpuslice, read by the CUDA driver and NVIDIA's container runtime: */
+#define GS_ENV_MPS_PIPE_DIR "CUDA_MPS_PIPE_DIRECTORY"
+#define GS_ENV_NVIDIA_VISIBLE "NVIDIA_VISIBLE_DEVICES"
+
+/* ---- Metric names (the monitor's /metrics; deploy/'s rules and dashboards) ---- */
+
+#define GS_METRIC_SLICES "gpuslice_slices"
+#define GS_METRIC_MEMORY_LIMIT "gpuslice_slice_memory_limit_bytes"
+#define GS_METRIC_MEMORY_USED "gpuslice_slice_memory_used_bytes"
+#define GS_METRIC_MEMORY_PEAK "gpuslice_slice_memory_peak_bytes"
+#define GS_METRIC_PROCESSES "gpuslice_slice_processes"
+#define GS_METRIC_COMPUTE_SHARE "gpuslice_slice_compute_share_percent"
+#define GS_METRIC_ALLOCATIONS "gpuslice_slice_allocations_total"
+#define GS_METRIC_OOM "gpuslice_slice_oom_total"
+#define GS_METRIC_LAUNCHES "gpuslice_slice_launches_total"
+#define GS_METRIC_CUDA_SEEN "gpuslice_slice_cuda_seen"
+
+#endif

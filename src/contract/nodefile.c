@@ -1,0 +1,92 @@
+#include "contract/nodefile.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/file.h"
+#include "contract/contract.h"
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* The index of the entry for resource name, added when new; -1 when the table is full. */
+static int res_slot(struct gs_nodefile *n, const char *name)
+{
+    int i = gs_nodefile_find(n, name);
+    if (i >= 0 || n->nres == GS_NODEFILE_MAX_RES)
+        return i;
+    i = n->nres++;
+    snprintf(n->res[i].name, sizeof n->res[i].name, "%s", name);
+    return i;
+}
+
+int gs_nodefile_find(const struct gs_nodefile *n, const char *resource)
+{
+    for (int i = 0; i < n->nres; i++)
+        if (!strcmp(n->res[i].name, resource))
+            return i;
+    return -1;
+}
+
+static void take(struct gs_nodefile *n, const char *key, const char *val)
+{
+    static const size_t sp = sizeof GS_NODE_KEY_SOCKET_PREFIX - 1;
+    static const size_t rp = sizeof GS_NODE_KEY_RESOURCE_PREFIX - 1;
+    if (!strcmp(key, GS_NODE_KEY_BACKEND)) {
+        snprintf(n->backend, sizeof n->backend, "%s", val);
+    } else if (!strcmp(key, GS_NODE_KEY_SIMULATED)) {
+        n->simulated = !strcmp(val, "true");
+    } else if (!strcmp(key, GS_NODE_KEY_MODE)) {
+        n->replica = !strcmp(val, "replica");
+    } else if (!strcmp(key, GS_NODE_KEY_MEMORY_UNIT)) {
+        n->memory_unit = strtoull(val, NULL, 10);
+    } else if (!strcmp(key, GS_NODE_KEY_KUBELET_DIR)) {
+        snprintf(n->kubelet_dir, sizeof n->kubelet_dir, "%s", val);
+    } else if (!strncmp(key, GS_NODE_KEY_SOCKET_PREFIX, sp) && key[sp]) {
+        int i = res_slot(n, key + sp);
+        if (i >= 0)
+            snprintf(n->res[i].socket, sizeof n->res[i].socket, "%s", val);
+    } else if (!strncmp(key, GS_NODE_KEY_RESOURCE_PREFIX, rp) && key[rp]) {
+        int i = res_slot(n, key + rp);
+        if (i >= 0) {
+            long v = strtol(val, NULL, 10);
+            n->res[i].units = v > 0 && v < INT_MAX ? (int)v : 0;
+        }
+    }
+}
+
+int gs_nodefile_load(const char *state_root, struct gs_nodefile *out, gs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/" GS_AGENT_DIR "/" GS_AGENT_NODE_FILE, state_root) >=
+        (int)sizeof path)
+        return gs_error_set(err, GS_EINVAL, "state root '%.100s...' is too long", state_root);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = gs_file_read(path, 1 << 20, &text, &len, err);
+    if (rc < 0)
+        return rc;
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *eq = strchr(line, '=');
+        if (line[0] == '#' || !eq)
+            continue;
+        *eq = '\0';
+        take(out, trim(line), trim(eq + 1));
+    }
+    free(text);
+    return GS_OK;
+}

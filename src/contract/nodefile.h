@@ -1,0 +1,33 @@
+/* The agent's node file (<state root>/_agent/node): what the agent advertises
+ * and where, for the readers on the same node (the doctor, the monitor). The
+ * agent writes it (agent.c, publish_node) with the keys of contract.h; this is
+ * its one reader. Unknown keys are skipped, so the file can grow. */
+#ifndef GS_NODEFILE_H
+#define GS_NODEFILE_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+
+#define GS_NODEFILE_MAX_RES 8
+
+struct gs_nodefile {
+    char backend[32];
+    int simulated;
+    int replica; /* mode = replica */
+    uint64_t memory_unit;
+    char kubelet_dir[256]; /* the agent's view of the device-plugins directory */
+    int nres;
+    struct {
+        char name[64];   /* resource name, e.g. gpuslice.io/gpu-memory */
+        char socket[64]; /* file name under the kubelet's device-plugins directory */
+        int units;
+    } res[GS_NODEFILE_MAX_RES];
+};
+
+/* Reads <state_root>/_agent/node. GS_ENOENT when the agent never wrote one. */
+int gs_nodefile_load(const char *state_root, struct gs_nodefile *out, gs_error *err);
+/* The index of a resource's entry, by name, or -1. */
+int gs_nodefile_find(const struct gs_nodefile *n, const char *resource);
+
+#endif
