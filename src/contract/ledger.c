@@ -328,3 +328,29 @@ int gs_ledger_maybe_reap(struct gs_ledger *l, uint64_t now_ns, gs_ledger_alive_f
         return 0; /* another process is reaping this round */
     return gs_ledger_reap(l, alive);
 }
+
+void gs_ledger_summarize(const struct gs_ledger *l, gs_ledger_alive_fn alive,
+                         struct gs_ledger_summary *out)
+{
+    struct gs_ledger *m = (struct gs_ledger *)l;
+    memset(out, 0, sizeof *out);
+    out->first_ctx_ns = atomic_load_explicit(&m->first_ctx_ns, memory_order_relaxed);
+    for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
+        struct gs_ledger_slot *s = &m->slots[i];
+        int32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+        uint64_t start = atomic_load_explicit(&s->starttime, memory_order_relaxed);
+        uint64_t allocs = atomic_load_explicit(&s->allocs, memory_order_relaxed);
+        uint64_t ctx = atomic_load_explicit(&s->ctx_ns, memory_order_relaxed);
+        if (start || allocs || ctx)
+            out->ever++;
+        if (pid > 0 && (!alive || alive(pid, start))) {
+            out->live++;
+            out->used += atomic_load_explicit(&s->used, memory_order_relaxed);
+        }
+        uint64_t pk = atomic_load_explicit(&s->peak, memory_order_relaxed);
+        out->peak = pk > out->peak ? pk : out->peak;
+        out->allocs += allocs;
+        out->refused += atomic_load_explicit(&s->ooms, memory_order_relaxed);
+        out->launches += atomic_load_explicit(&s->launches, memory_order_relaxed);
+    }
+}

@@ -90,6 +90,22 @@ int gs_ledger_procs(const struct gs_ledger *l);
 
 /* Decides whether a slot's owner still exists: returns 1 alive, 0 dead. */
 typedef int (*gs_ledger_alive_fn)(int32_t pid, uint64_t starttime);
+
+/* What a ledger says, as every reader reports it (the monitor, `gpuslice
+ * run`'s closing line, the doctor): one definition of each figure. */
+struct gs_ledger_summary {
+    int live;      /* processes holding a slot now: an owner that alive() says exists */
+    int ever;      /* slots any process ever used (claimed with CUDA use or an allocation) */
+    uint64_t used; /* bytes held by the live processes */
+    uint64_t peak; /* the largest peak of any one process */
+    uint64_t allocs, refused, launches; /* totals over every slot, dead owners' included */
+    uint64_t first_ctx_ns;              /* first CUDA use (REALTIME ns), 0 = never */
+};
+/* Summarises a ledger (a snapshot, see gs_ledger_snapshot). alive decides
+ * whether an owner exists; NULL takes every slot with an owner for alive (a
+ * reader in another pid namespace, which cannot tell). */
+void gs_ledger_summarize(const struct gs_ledger *l, gs_ledger_alive_fn alive,
+                         struct gs_ledger_summary *out);
 /* The default test: kill(pid, 0) plus /proc/<pid>/stat start time. */
 int gs_ledger_pid_alive(int32_t pid, uint64_t starttime);
 /* Reclaims slots whose owner is dead; returns how many. */

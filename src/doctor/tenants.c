@@ -83,10 +83,9 @@ static void check_slice(struct gs_doctor *d, const char *id, struct totals *t)
                           "Pod holding it so the agent makes a fresh ledger.");
         return;
     }
-    uint64_t first = atomic_load(&lg->first_ctx_ns);
-    int procs = gs_ledger_procs(lg);
-    uint64_t used = gs_ledger_used(lg);
-    if (first) {
+    struct gs_ledger_summary sum;
+    gs_ledger_summarize(lg, gs_ledger_pid_alive, &sum);
+    if (sum.first_ctx_ns) {
         t->used_cuda++;
         return;
     }
@@ -103,7 +102,7 @@ static void check_slice(struct gs_doctor *d, const char *id, struct totals *t)
     gs_finding_evidence(f,
                         "%s: first_ctx_ns = 0 (no process ever created a CUDA context), %d "
                         "processes, %llu bytes in use",
-                        ledger + strlen(d->root), procs, (unsigned long long)used);
+                        ledger + strlen(d->root), sum.live, (unsigned long long)sum.used);
     gs_finding_evidence(f, "limits: memory %s, compute %llu%%, device %s",
                         l.memory ? mem : "uncapped", (unsigned long long)l.compute,
                         l.device[0] ? l.device : "?");

@@ -93,24 +93,16 @@ static int collect(const char *root, struct row **out, int *n)
         static struct gs_ledger copy; /* 16 KiB: not on the stack */
         struct gs_ledger *l = &copy;
         if (gs_ledger_snapshot(p.ledger, l, NULL) == 0) {
+            struct gs_ledger_summary sum;
+            gs_ledger_summarize(l, gs_ledger_pid_alive, &sum);
             r->have_ledger = 1;
-            r->used = gs_ledger_used(l);
-            /* Owners that look alive from this pid namespace (a container's
-             * pids mean nothing on the host: there, count slots instead). */
-            for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
-                int32_t pid = atomic_load(&l->slots[i].pid);
-                if (pid > 0 && gs_ledger_pid_alive(pid, atomic_load(&l->slots[i].starttime)))
-                    r->procs++;
-            }
-            r->first_ctx_ns = atomic_load(&l->first_ctx_ns);
-            for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
-                struct gs_ledger_slot *s = &l->slots[i];
-                uint64_t pk = atomic_load(&s->peak);
-                r->peak = pk > r->peak ? pk : r->peak;
-                r->allocs += atomic_load(&s->allocs);
-                r->ooms += atomic_load(&s->ooms);
-                r->launches += atomic_load(&s->launches);
-            }
+            r->used = sum.used;
+            r->procs = sum.live;
+            r->first_ctx_ns = sum.first_ctx_ns;
+            r->peak = sum.peak;
+            r->allocs = sum.allocs;
+            r->ooms = sum.refused;
+            r->launches = sum.launches;
         }
         read_alloc(p.dir, r);
         (*n)++;

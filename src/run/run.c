@@ -543,27 +543,16 @@ int gs_cmd_run(int argc, char **argv)
     static struct gs_ledger copy; /* 16 KiB: not on the stack */
     struct gs_ledger *l = &copy;
     if (gs_ledger_snapshot(paths.ledger, l, &err) == 0) {
-        uint64_t peak = 0, ooms = 0, allocs = 0, launches = 0;
-        int procs = 0;
-        for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
-            struct gs_ledger_slot *s = &l->slots[i];
-            if (!atomic_load(&s->starttime) && !atomic_load(&s->allocs) && !atomic_load(&s->ctx_ns))
-                continue;
-            procs++;
-            uint64_t p = atomic_load(&s->peak);
-            peak = p > peak ? p : peak;
-            ooms += atomic_load(&s->ooms);
-            allocs += atomic_load(&s->allocs);
-            launches += atomic_load(&s->launches);
-        }
+        struct gs_ledger_summary sum;
+        gs_ledger_summarize(l, gs_ledger_pid_alive, &sum);
         char peak_s[32];
-        gs_quantity_format_bytes(peak, peak_s, sizeof peak_s);
+        gs_quantity_format_bytes(sum.peak, peak_s, sizeof peak_s);
         fprintf(stderr,
                 "gpuslice run: %d process(es) used CUDA; largest per-process peak %s; %llu "
                 "allocations, %llu refused by the cap; %llu launches%s\n",
-                procs, peak_s, (unsigned long long)allocs, (unsigned long long)ooms,
-                (unsigned long long)launches,
-                procs == 0 ? " (the command never used CUDA: CPU fallback?)" : "");
+                sum.ever, peak_s, (unsigned long long)sum.allocs, (unsigned long long)sum.refused,
+                (unsigned long long)sum.launches,
+                sum.ever == 0 ? " (the command never used CUDA: CPU fallback?)" : "");
     }
     if (!keep)
         gs_slice_remove(root, id, NULL);

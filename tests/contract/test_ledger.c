@@ -95,6 +95,41 @@ static void test_live_process_is_never_reaped(void **st)
     gs_ledger_close(l);
 }
 
+/* Owners 101 and 103 alive, 102 dead, for the summary test. */
+static int alive_odd(int32_t pid, uint64_t starttime)
+{
+    (void)starttime;
+    return pid % 2;
+}
+
+static void test_summary_counts_once(void **st)
+{
+    (void)st;
+    struct gs_ledger *l;
+    assert_int_equal(gs_ledger_create(path, NULL), 0); /* a fresh ledger */
+    assert_int_equal(gs_ledger_open(path, 1, &l, NULL), 0);
+    int a = gs_ledger_claim(l, 101, 1), b = gs_ledger_claim(l, 102, 2),
+        c = gs_ledger_claim(l, 103, 3);
+    assert_true(a >= 0 && b >= 0 && c >= 0);
+    assert_int_equal(gs_ledger_charge(l, a, 100, 1000), 0);
+    assert_int_equal(gs_ledger_charge(l, b, 300, 1000), 0);
+    atomic_store(&l->slots[b].ooms, 1); /* one request refused by the cap */
+    atomic_store(&l->slots[c].launches, 7);
+    struct gs_ledger_summary s;
+    gs_ledger_summarize(l, alive_odd, &s);
+    assert_int_equal(s.live, 2);   /* 101 and 103 */
+    assert_int_equal(s.ever, 3);   /* every claimed slot */
+    assert_int_equal(s.used, 100); /* the dead owner's 300 bytes do not count */
+    assert_int_equal(s.peak, 300); /* its peak still does: it was reached */
+    assert_int_equal(s.allocs, 2); /* totals keep dead owners' history */
+    assert_int_equal(s.refused, 1);
+    assert_int_equal(s.launches, 7);
+    gs_ledger_summarize(l, NULL, &s); /* cannot tell: every owner counts */
+    assert_int_equal(s.live, 3);
+    assert_int_equal(s.used, 400);
+    gs_ledger_close(l);
+}
+
 static void test_rejects_foreign_files(void **st)
 {
     (void)st;
@@ -119,6 +154,7 @@ int main(void)
         cmocka_unit_test(test_charge_respects_cap),
         cmocka_unit_test(test_live_process_is_never_reaped),
         cmocka_unit_test(test_rejects_foreign_files),
+        cmocka_unit_test(test_summary_counts_once),
     };
     return cmocka_run_group_tests_name("ledger", tests, setup, teardown);
 }
