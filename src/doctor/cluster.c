@@ -2,9 +2,10 @@
  * this node's allocatable resources, Pods Pending for our resources (which
  * resource, how much is free on which node, why), Pods on this node that hold
  * a GPU resource without the RuntimeClass their runtime needs, and the events
- * that name the failure patterns of specs/jetson-k3s-facts.md §4 ("0/1 nodes
- * are available: 1 Insufficient ...", `RuntimeClass "nvidia" not found`,
- * `no runtime for "nvidia" is configured`). */
+ * that name the known failure patterns (the scheduler's "0/1 nodes are
+ * available: 1 Insufficient ...", the kubelet's `RuntimeClass "nvidia" not
+ * found` and containerd's `no runtime for "nvidia" is configured`;
+ * docs/troubleshooting.md lists each). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

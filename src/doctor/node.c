@@ -1,7 +1,6 @@
 /* Node checks: which GPU this is (discrete or Jetson), its device nodes, the
- * kernel modules and the driver's libcuda. Facts from
- * specs/jetson-k3s-facts.md §1 and §3: a Jetson is recognised like go-nvlib
- * does (/etc/nv_tegra_release, /sys/devices/soc0/family "tegra"), plus the
+ * kernel modules and the driver's libcuda. A Jetson is recognised as NVIDIA's
+ * go-nvlib does (/etc/nv_tegra_release, /sys/devices/soc0/family "tegra"), plus the
  * device tree's compatible list (the SoC is its last entry); Thor (tegra264)
  * runs nvidia.ko and has /dev/nvidia* like a discrete GPU. */
 #include <ctype.h>

@@ -1,7 +1,7 @@
 /* Container runtime checks: is an nvidia runtime handler configured in the
  * containerd that the kubelet actually talks to, is it the default, is CDI on
  * and are there CDI specs, is nvidia-container-runtime's mode right for this
- * GPU. Facts: specs/jetson-k3s-facts.md §4-5.
+ * GPU (docs/doctor.md).
  *
  * Which file counts: K3s regenerates agent/etc/containerd/config.toml at every
  * start (from config-v3.toml.tmpl or config.toml.tmpl when present) and never

@@ -1,10 +1,14 @@
 /* The agent's one small internal API over gRPC C-core (docs/agent.md).
  *
  * Why a wrapper: C-core is a completion-queue API with tags, reference counts
- * and batch rules (specs/kubelet-apis.md pitfalls 5-9). Everything the device
- * plugin needs fits in four shapes: a server on a unix socket, unary handlers,
- * one server-streaming method whose sends are coalesced, and a blocking client
- * unary call. Nothing outside rpc.c includes a gRPC header.
+ * and batch rules: nothing public wakes the queue for application events (so
+ * the loop polls with a timeout), one SEND_MESSAGE at a time per call (so
+ * ListAndWatch updates are coalesced to the latest list), a RECV_CLOSE_ON_SERVER
+ * posted when a call is accepted (so pending sends fail when the kubelet goes),
+ * one reference per tag on each call's state, grpc_init() on both sides.
+ * Everything the device plugin needs fits in four shapes: a server on a unix socket, unary
+ * handlers, one server-streaming method whose sends are coalesced, and a blocking client unary
+ * call. Nothing outside rpc.c includes a gRPC header.
  *
  * Threading: one thread (the agent's loop) calls gs_rpc_poll; handlers run on
  * it, and gs_rpc_stream_send / gs_rpc_server_* must be called on it too.

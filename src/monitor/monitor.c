@@ -1,9 +1,9 @@
 /* gpuslice monitor: what each slice on this node holds and really uses, from
  * the slices' own files (limits, ledger, and the agent's alloc record).
  * A terminal table, or JSON for scripts (--json). Read-only: it reads a copy
- * of each ledger (never a mapping a tenant could truncate under it).
- * Not yet here: the join with the kubelet's PodResources (which Pod holds
- * which slice by name), /metrics and the dashboard (DESIGN.md, "monitor"). */
+ * of each ledger (never a mapping a tenant could truncate under it), joined
+ * with the kubelet's PodResources (which Pod holds which slice by name);
+ * /metrics, /api/slices and the dashboard with --listen (docs/monitor.md). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>

@@ -1,4 +1,4 @@
-/* inventory_tegra.c: Jetson boards without NVML (specs/jetson-k3s-facts.md).
+/* inventory_tegra.c: Jetson boards without NVML (docs/resources.md, unified memory).
  *
  * Identity comes from /proc/device-tree/compatible (NUL-separated, most
  * specific first, the SoC last; match on it, not on `model`) and

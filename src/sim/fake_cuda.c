@@ -51,7 +51,7 @@ static void *const entry_fns[E_COUNT] = {
 };
 
 /* cudaVersion that introduced each export (cudaTypedefs.h PFN_<name>_v<ver>;
- * specs/cuda-interposition.md §1.1). v1 32-bit variants (cuMemAlloc at 2000…)
+ * docs/fake-driver.md). v1 32-bit variants (cuMemAlloc at 2000…)
  * are not simulated: below the _v2 version the resolver says
  * VERSION_NOT_SUFFICIENT. A 0 here is a missing row; fake_init reports it. */
 static const int entry_version[E_COUNT] = {
