@@ -1,4 +1,4 @@
-/* Shared by the fake CUDA driver and the fake NVML (tests/fake/): reading their
+/* Shared by the fake CUDA driver and the fake NVML (src/sim/): reading their
  * configuration from the environment and the error-injection rules
  * ("cuMemAlloc_v2:2,cuLaunchKernel:719@3"). Malformed values are reported on
  * stderr, naming the variable and an example, and the default is used: a test
