@@ -2,8 +2,10 @@
 # Measures the agent's footprint: resident memory and idle CPU with one
 # simulated GPU and 20 slices allocated, plus Allocate latency, against the
 # Python kubelet of tests/agent. Prints one line per figure (docs/benchmarks.md).
-#   bench/agent_footprint.sh [BUILD_DIR] [IDLE_SECONDS]
+# Needs the full build (make) and Python's grpcio; no GPU.
+#   bench/agent_footprint.sh [BUILD_DIR] [IDLE_SECONDS]     (defaults: build, 30)
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,6p' "$0" | cut -c3-; exit 0 ;; esac
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$SRC/build}" && pwd)
 IDLE=${2:-30}

@@ -1,10 +1,12 @@
-"""One tenant of the compute benchmarks (bench/h200_compute.py runs it).
+"""One tenant of the compute benchmarks (bench/shares.py and bench/latency.py run it).
+
+  python3 bench/compute_tenant.py hog|infer --start WALLTIME [options]
 
   hog:   bf16 matmul loop; counts matmuls finished inside [start+warm, start+warm+secs]
   infer: ResNet-50 (random weights, fp16) requests with think time; latencies
   --schedule FILE (both modes): instead, work only in the phases the file lists for this
          tenant ([{"t0": wall time, "t1": .., "on": bool, "think_ms": .., "tag": ..}, ...]),
-         idle in the others, and report per phase (bench/h200_latency_phases.py)
+         idle in the others, and report per phase (bench/latency.py)
 Both wait for the shared wall-clock start time so tenants overlap exactly.
 Prints one JSON line.
 """
@@ -15,11 +17,9 @@ import os
 import random
 import time
 
-import torch
+from common import capture_graph  # the same directory: on sys.path when run as a script
 
-from h200_common import capture_graph  # the same directory: on sys.path when run as a script
-
-ap = argparse.ArgumentParser()
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("mode", choices=["hog", "infer"])
 ap.add_argument("--start", type=float, required=True, help="wall-clock time to begin")
 ap.add_argument("--warm", type=float, default=1.0)
@@ -48,6 +48,8 @@ ap.add_argument("--warm-requests", type=int, default=100,
                 help="infer: requests run after the start time and not counted, so the GPU's "
                 "clocks are up (an idle H200 drops to 345 MHz during the wait)")
 args = ap.parse_args()
+import torch  # noqa: E402  (after the options, so --help needs no torch)
+
 out = {"mode": args.mode, "pid": os.getpid()}
 if args.cpus:
     lo, _, hi = args.cpus.partition("-")

@@ -1,12 +1,14 @@
-"""Where cudaMallocAsync's extra device memory comes from (issue 3, point 1).
+"""What the driver holds outside the slice: the CUDA context, and the fixed cost of
+stream-ordered pools.
 
   python3 bench/pool_overhead.py [--gpuslice build-minimal/gpuslice] --out pool.json
 
-Under a 4 GiB slice, PyTorch's cudaMallocAsync backend left the process holding
-slice + context + 70 MiB (NVML). This holds N bytes with each allocator, natively
-and under gpuslice, and reads the process's device memory from NVML outside, so
-the fixed part (what the pool machinery costs whatever it holds) and the part
-that grows with the pool are told apart.
+Each row is a fresh PyTorch process that holds one tensor of 0, 2 MiB, 1 GiB or 3 GiB with
+the default allocator and with backend:cudaMallocAsync, natively (and under a 4 GiB slice
+with --gpuslice). NVML's per-process figure, read from outside, minus what PyTorch
+reserved is what the driver holds for the process: the context, and once a stream-ordered
+pool is used, a fixed amount more whatever the pool holds. The agent's context_reserve
+must cover both.
 """
 import argparse
 import json
@@ -15,9 +17,12 @@ import subprocess
 import sys
 import time
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--gpuslice")
-ap.add_argument("--out", required=True)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import nvml_used_by_pid  # noqa: E402
+
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("--gpuslice", help="also run every row under this gpuslice binary (a 4 GiB slice)")
+ap.add_argument("--out", required=True, help="JSON file to write ('-' in the child processes)")
 ap.add_argument("--child", type=int, default=-1, help=argparse.SUPPRESS)
 args = ap.parse_args()
 MiB = 1 << 20
@@ -30,16 +35,6 @@ if args.child >= 0:
     print(json.dumps({"pid": os.getpid(), "reserved": torch.cuda.memory_reserved()}), flush=True)
     sys.stdin.read()
     sys.exit(0)
-
-
-def nvml_used(pid):
-    q = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                       capture_output=True, text=True).stdout
-    for line in q.strip().splitlines():
-        p, m = [x.strip() for x in line.split(",")]
-        if int(p) == pid:
-            return int(m) * MiB
-    return None
 
 
 rows = []
@@ -58,7 +53,7 @@ for wrap in ([None] + ([args.gpuslice] if args.gpuslice else [])):
             r = json.loads(line) if line.strip() else {"error": p.stderr.read()[-500:]}
             time.sleep(0.3)
             r.update({"gpuslice": bool(wrap), "alloc_conf": conf or "default", "bytes": size,
-                      "nvml_bytes": nvml_used(r.get("pid", -1))})
+                      "nvml_bytes": nvml_used_by_pid().get(r.get("pid", -1))})
             p.stdin.close()
             p.wait()
             rows.append(r)

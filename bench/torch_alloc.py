@@ -1,4 +1,4 @@
-"""One tenant's PyTorch allocations under a slice (bench/h200_memory.py runs it).
+"""One tenant's PyTorch allocations under a slice (bench/memory.py runs it).
 
 Allocates 256 MiB tensors until torch.OutOfMemoryError, then 16 MiB and 2 MiB
 ones, so "usable" counts every byte the slice let PyTorch have. Prints one
@@ -11,12 +11,11 @@ import os
 import sys
 import time
 
-import torch
-
-ap = argparse.ArgumentParser()
-ap.add_argument("--hold", action="store_true")
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("--hold", action="store_true", help="wait at the peak until stdin closes")
 ap.add_argument("--work", type=int, default=0, help="matmul rounds to run and verify instead")
 args = ap.parse_args()
+import torch  # noqa: E402  (after the options, so --help needs no torch)
 
 MiB = 1 << 20
 out = {"pid": os.getpid(), "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "default")}

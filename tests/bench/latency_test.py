@@ -1,8 +1,8 @@
-"""bench/h200_latency_phases.py and bench/phases_table.py without a GPU: a stand-in
-tenant (GS_BENCH_TENANT) answers the harness's schedule at once with latencies and
-rates chosen here, and the test checks the ratios the harness and the table compute
-from them, and what the harness passes to the tenants. Device time is short; a harness
-that breaks there wastes a whole call."""
+"""bench/latency.py and bench/latency_table.py without a GPU: a stand-in tenant
+(GS_BENCH_TENANT) answers the harness's schedule at once with latencies and rates chosen
+here, and the test checks the ratios the harness and the table compute from them, what the
+harness passes to the tenants, and that a variant @NAME runs under the build --build
+names. Device time is short; a harness that breaks there wastes a whole call."""
 import json
 import os
 import subprocess
@@ -65,17 +65,20 @@ def check(d):
     # gpuslice run on the simulated GPU (no NVIDIA driver here)
     wrapper = script(os.path.join(d, "gpuslice"),
                      'cmd=$1; shift\nexec "%s" "$cmd" --simulated "$@"' % os.path.join(BUILD, "gpuslice"))
+    # another build: the same, and it leaves a mark per tenant
+    alt = script(os.path.join(d, "gpuslice-alt"),
+                 'touch "%s/alt-$$"\nexec "%s" "$@"' % (d, wrapper))
     # nvidia-smi played by a loop: one clock and power sample every 50 ms
     bindir = os.path.join(d, "bin")
     os.mkdir(bindir)
     script(os.path.join(bindir, "nvidia-smi"), 'while :; do echo "1980, 301.5"; sleep 0.05; done')
     env = dict(os.environ, GS_BENCH_TENANT=standin, GS_STANDIN_LOG=logs,
                PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
-    cmd = [sys.executable, os.path.join(SRC, "bench", "h200_latency_phases.py"),
-           "--gpuslice", wrapper, "--configs", "native,gs_guard600p400",
+    cmd = [sys.executable, os.path.join(SRC, "bench", "latency.py"),
+           "--gpuslice", wrapper, "--configs", "native,gs_guard600p400,gs_defaults@alt", "--build", "alt=" + alt,
            "--thinks", "0,3", "--think-dist", "exp", "--requests", "10", "--reps", "1",
-           "--lead", "0.5", "--first-lead", "3", "--b-phase", "1.5", "--graph", "--memory", "1Gi", "--smi", "--size", "1024", "--b-group", "64",
-           "--out", out]
+           "--lead", "0.5", "--first-lead", "3", "--b-phase", "1.5", "--memory", "1Gi", "--smi",
+           "--size", "1024", "--b-group", "64", "--out", out]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     if not t.ok(p.returncode == 0, "the harness runs with a stand-in tenant", p.stderr[-2000:]):
         return t.done()
@@ -86,9 +89,9 @@ def check(d):
          json.dumps(r["configs"])[:2000])
     blen = [round(t1 - t0, 3) for c in r["configs"].values() for tag, t0, t1 in c.get("phases", [])
             if tag.startswith("B@")]
-    t.ok(len(blen) == 6 and all(x == 1.5 for x in blen), "--b-phase sets the B-alone phases' length", blen)
+    t.ok(len(blen) == 9 and all(x == 1.5 for x in blen), "--b-phase sets the B-alone phases' length", blen)
     rows = {(x["config"], x["think_ms"]): x for x in r["summary"]}
-    t.ok(set(rows) == {("native", 0.0), ("native", 3.0), ("gs_guard600p400", 0.0), ("gs_guard600p400", 3.0)},
+    t.ok(set(rows) == {(c, th) for c in ("native", "gs_guard600p400", "gs_defaults@alt") for th in (0.0, 3.0)},
          "one summary row per variant and think time", sorted(rows))
     ok = all(x["p99_ratio_own"] == 1.5 and x["p99_ratio_native"] == 1.5 and x["p50_ratio_own"] == 1.2
              and x["B_fraction_native"] == 0.6 and x["A_busy_with_B"] == 0.5 for x in rows.values())
@@ -97,42 +100,47 @@ def check(d):
     smi = [c.get("smi", {}) for c in r["configs"].values()]
     t.ok(all(v.get("B@0", {}).get("sm_mhz") == 1980 and v["B@0"]["power_w"] == 301.5 and v["B@0"]["n"] > 0
              for v in smi), "--smi: the sampled clock and power per phase kind", smi)
-    argv, leads, limits = [], [], {}
+    argv, leads, limits = [], [], {"infer": [], "hog": []}
     for name in sorted(os.listdir(logs)):
         with open(os.path.join(logs, name)) as f:
             x = json.load(f)
         argv.append((name.split("-")[0], x["argv"]))
         if x["limits"]:
-            limits[name.split("-")[0]] = x["limits"]
+            limits[name.split("-")[0]].append(x["limits"])
         if name.startswith("infer"):
             leads.append(float(x["argv"][x["argv"].index("--start") + 1]) - x["now"])
     leads.sort()  # the tenant's own start-up (python) takes some of each lead
-    t.ok(len(leads) == 2 and leads[0] <= 0.5 and leads[1] <= 3.0 and leads[1] > leads[0] + 1.5,
+    t.ok(len(leads) == 3 and leads[1] <= 0.5 and leads[2] <= 3.0 and leads[2] > leads[1] + 1.5,
          "the first variant's tenants get --first-lead to start, the next --lead", leads)
-    t.ok("prime_us = 400" in limits.get("infer", "") and "priority = critical" in limits.get("infer", "")
-         and "guard_us = 600" in limits.get("hog", "") and "prime_us = 0" in limits.get("hog", ""),
+    t.ok(any("prime_us = 400" in x and "priority = critical" in x for x in limits["infer"])
+         and any("guard_us = 600" in x and "prime_us = 0" in x for x in limits["hog"]),
          "gs_guard600p400: A critical with the prime at 400 us, B with the guard at 600 us", limits)
+    t.ok(any("prime_us = 250" in x and "priority = critical" in x for x in limits["infer"])
+         and len([x for x in limits["hog"] if "guard_us = 600" in x]) == 2,
+         "gs_defaults: A critical with the prime at its default, B with the guard at its default", limits)
+    marks = [x for x in os.listdir(d) if x.startswith("alt-")]
+    t.ok(len(marks) == 2, "gs_defaults@alt: both tenants under the build --build gave alt", marks)
     infer = [a for m, a in argv if m == "infer"]
     hog = [a for m, a in argv if m == "hog"]
-    t.ok(len(infer) == 2 and len(hog) == 2, "A and B started once per variant", [m for m, _ in argv])
+    t.ok(len(infer) == 3 and len(hog) == 3, "A and B started once per variant", [m for m, _ in argv])
     t.ok(all("--think-dist" in a and a[a.index("--think-dist") + 1] == "exp" and "--graph" in a
              for a in infer), "A gets the think distribution and --graph", infer)
     t.ok(all("--think-dist" not in a and "--graph" not in a for a in hog), "B gets neither", hog)
     t.ok(all(a[a.index("--group") + 1] == "64" and a[a.index("--size") + 1] == "1024" for a in hog if "--group" in a)
-         and len([a for a in hog if "--group" in a]) == 2, "B gets its matmul size and group", hog)
-    tab = subprocess.run([sys.executable, os.path.join(SRC, "bench", "phases_table.py"), out],
+         and len([a for a in hog if "--group" in a]) == 3, "B gets its matmul size and group", hog)
+    tab = subprocess.run([sys.executable, os.path.join(SRC, "bench", "latency_table.py"), out],
                          capture_output=True, text=True, timeout=60)
     first, _, clocks = tab.stdout.partition("SM clock")
     lines = [x for x in first.splitlines() if x.startswith("| 8 |")]
-    t.ok(len([x for x in clocks.splitlines() if x.startswith("| 8 |") and "| 1980 |" in x]) == 4,
+    t.ok(len([x for x in clocks.splitlines() if x.startswith("| 8 |") and "| 1980 |" in x]) == 6,
          "the table gives the clocks per variant and think time", tab.stdout)
-    t.ok(tab.returncode == 0 and len(lines) == 4, "the table has a row per cell", tab.stdout + tab.stderr)
+    t.ok(tab.returncode == 0 and len(lines) == 6, "the table has a row per cell", tab.stdout + tab.stderr)
     cells = [[c.strip() for c in x.strip("|").split("|")] for x in lines]
     t.ok(all(c[2] in ("~0", "~3") and c[6] == "1.50" and c[7] == "1.50" and c[8] == "1.20"
              and c[9] == "0.60" for c in cells), "its ratios, and think times marked as random", tab.stdout)
     t.ok("exponential" in tab.stdout, "the table says what ~ means", tab.stdout)
     balone = [x for x in tab.stdout.splitlines() if x.startswith("| 1024 | 64 |")]
-    t.ok(len(balone) == 2 and all(x.endswith("| 1000 | 1.00 |") for x in balone),
+    t.ok(len(balone) == 3 and all(x.endswith("| 1000 | 1.00 |") for x in balone),
          "the table gives B alone per variant against native, by size and group", tab.stdout)
     return t.done()
 

@@ -1,39 +1,41 @@
-"""Issue 6, latency protection, measured in interleaved phases (session 3).
+"""The latency-critical class on a real GPU: a critical model's p99 next to a best-effort
+GEMM loop, against the same model alone, with the loop's throughput against its own alone,
+at several of the model's think times; variants side by side in one run.
 
-  python3 bench/h200_latency_phases.py --gpuslice build-minimal/gpuslice --out phases.json \
-      [--batch 8] [--thinks 0,3,8] [--think-dist fixed|exp] [--configs native,gs_gate,...] [--reps 3]
+  python3 bench/latency.py --gpuslice build-minimal/gpuslice --out curve.json
+      [--configs native,gs_defaults] [--thinks 0,3,6,10] [--batch 8] [--pin 2-5/8-11] [--smi]
+  python3 bench/latency_table.py curve.json
 
-Why phases: session 2 measured each variant in its own pair of processes, minutes apart,
-and the same variant gave A's p99 ratio 0.99x in one run and 1.09x in another; the GPU's
-clocks (power-limited at 700 W) and the host drift between runs. Here one pair of
-processes per variant takes turns through a common wall-clock schedule: A alone, A with B,
-B alone, repeated and in rotating order, for each of A's think times. A's p99 "alone" and
-"with B" then come from the same processes, minutes apart at most, and every ratio is
-also given against the native variant's A alone (the issue's reference: no gpuslice, no
-MPS) and B alone.
+A is bench/compute_tenant.py infer: ResNet-50 (random weights, fp16) replayed as one CUDA
+graph (--eager: launched op by op), a request then a think time. B is compute_tenant.py hog:
+bf16 --size matmuls, --b-group between synchronisations. Per variant one pair of
+processes follows a common wall-clock schedule of phases: B alone, then for each think time
+--reps pairs of (A alone, A with B) in alternating order, B alone again in the middle and at
+the end. A's p99 alone and with B then come from the same processes, seconds apart, so the
+GPU's clock and the host's drift between runs do not enter the ratio; every ratio is also
+given against the native variant's A alone and B alone.
 
-Variants (--configs):
+Variants (--configs, comma-separated):
   native           plain time-slicing, no gpuslice
-  gs_gate          gpuslice on time-slicing: A --critical, B best-effort (yield = gate), without
-                   the guard (the defaults: gs_guard300 in sessions 6-7, gs_guard600p250 since session 8)
-  gs_bound         gpuslice on time-slicing: A --critical, B best-effort with yield = bound
-                   (one kernel in flight while A is busy, instead of none)
-  mps_t100         plain NVIDIA MPS, B at all threads
-  mps_t50          plain NVIDIA MPS, B at 50 % active threads
-  gs_mps_t100      gpuslice on MPS: A --critical, B best-effort (yield = bound, MPS client
-                   priority below normal), B at all threads
-  gs_mps_t70, gs_mps_t50   the same with B at 70 / 50 % active threads
-  gs_mps_gate_t70  gpuslice on MPS with yield = gate, B at 70 %
-  gs_mps_gate      gpuslice on MPS with yield = gate, B at all threads
-  gs_mps_shrink    gpuslice on MPS with yield = shrink: B on all SMs while A idles, on a green
-                   context of half the SMs (72 on an H200) while A is busy
-  gs_mps_shrinkN   the same with --green-sms N (e.g. gs_mps_shrink40, gs_mps_shrink96)
-  gs_guardN        gs_gate with B's guard at N microseconds (--guard N, e.g. gs_guard600)
-  gs_capN          gs_gate (guard at its default) with B under a hard cap of N % (--compute N
-                   --hard-cap): B's power, and so the clock A's requests get, follows its duty
-  gs_guardNpM      gs_guardN with A's prime M microseconds ahead (--prime M; session 8); every
-                   other gpuslice variant runs A with --prime off, as before session 8
-  CONFIG@NAME      CONFIG with B's interposer a variant build (--b-lib NAME=LIB)
+  gs_defaults      gpuslice with its defaults: A --critical, B --compute 100 (best-effort;
+                   on time-slicing: yield gate, the guard at its default margin, A's prime
+                   at its default lead)
+  gs_gate          A --critical --prime off, B --compute 100 --guard off (the gate alone)
+  gs_guardN        gs_gate with B's guard at N microseconds (--guard N)
+  gs_guardNpM      gs_guardN with A's prime M microseconds ahead (--prime M)
+  gs_bound         A --critical --prime off, B --compute 100 --yield bound
+  gs_capN          gs_gate with the guard at its default and B under --compute N --hard-cap
+  mps_t100, mps_t50          plain NVIDIA MPS, B at all threads / 50 % active threads
+  gs_mps_t100, gs_mps_t70, gs_mps_t50   gpuslice on MPS (--sharing mps): A critical, B
+                   best-effort (yield bound, below-normal client priority), B's threads
+  gs_mps_gate, gs_mps_gate_t70          the same with yield gate
+  gs_mps_shrink, gs_mps_shrinkN         yield shrink: B on a green context of half the SMs
+                   (or N) while A is busy
+  CONFIG@NAME      CONFIG with both tenants under the build --build NAME=GPUSLICE gave
+  CONFIG#TAG       CONFIG again, as a variant of its own (a second round of the same)
+MPS variants start a private MPS control daemon (nvidia-cuda-mps-control).
+Prints one JSON line per variant and think time as it goes; writes one JSON file, saved
+after every variant.
 """
 import argparse
 import json
@@ -47,45 +49,50 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from h200_common import Sampler, mps_control, mps_env, pct  # noqa: E402
+from common import Sampler, mps_control, mps_env, pct  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--gpuslice", required=True)
-ap.add_argument("--out", required=True)
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("--gpuslice", required=True, help="the gpuslice binary of variants without @NAME")
+ap.add_argument("--out", required=True, help="JSON file to write")
 ap.add_argument("--batch", type=int, default=8)
-ap.add_argument("--thinks", default="0,3,8", help="A's think times, ms")
+ap.add_argument("--thinks", default="0,3,6,10", help="A's think times, ms")
 ap.add_argument("--think-dist", choices=["fixed", "exp"], default="fixed",
                 help="A's think times fixed, or exponential with that mean (requests at random)")
 ap.add_argument("--reps", type=int, default=3, help="A-alone / A-with-B phase pairs per think time")
 ap.add_argument("--requests", type=int, default=1000, help="A's requests at least, per think time and phase kind")
-ap.add_argument("--est-ms", type=float, default=5.5, help="A's expected latency, to size the phases")
-ap.add_argument("--configs", default="native,gs_gate,mps_t100,mps_t50,gs_mps_t100,gs_mps_t70,gs_mps_t50")
+ap.add_argument("--est-ms", type=float, default=2.0,
+                help="A's expected latency, to size the phases (about 2 for the graph at batch 8)")
+ap.add_argument("--configs", default="native,gs_defaults", help="the variants (above), comma-separated")
 ap.add_argument("--size", type=int, default=4096, help="B's matmul size")
 ap.add_argument("--b-group", type=int, default=4, help="B's matmuls between synchronisations")
 ap.add_argument("--pin", default="",
                 help="A's and B's CPUs, e.g. 2-5/8-11 (compute_tenant.py --cpus); A also runs "
                 "without garbage collection inside a phase")
-ap.add_argument("--graph", action="store_true", help="A replays ResNet-50 as a CUDA graph")
-ap.add_argument("--b-lib", action="append", default=[], metavar="NAME=LIB",
-                help="a variant's B runs with another libgpuslice.so (GPUSLICE_INTERPOSER): "
-                "config gs_mps_shrink@NAME is gs_mps_shrink with B on LIB")
+ap.add_argument("--eager", action="store_true",
+                help="A launches the model op by op, not as a CUDA graph (its tail is then the host's: "
+                "an eager model's p99 alone moves by up to 2x between phases)")
+ap.add_argument("--build", action="append", default=[], metavar="NAME=GPUSLICE",
+                help="another gpuslice build (repeatable): CONFIG@NAME runs both tenants under it")
 ap.add_argument("--memory", default="24Gi", help="each tenant's slice (gpuslice run --memory)")
 ap.add_argument("--b-phase", type=float, default=2.5,
                 help="seconds of each B-alone phase (a launch-bound B of small kernels varies by up to 25 %% "
-                "between 2.5 s phases: session 7)")
-ap.add_argument("--lead", type=float, default=14.0, help="seconds for both tenants to start up")
+                "between 2.5 s phases)")
+ap.add_argument("--lead", type=float, default=10.0, help="seconds for both tenants to start up")
 ap.add_argument("--first-lead", type=float,
                 help="the same for the first variant, whose tenants start from a cold disk cache (default: "
-                "--lead + 10; with --lead 10, session 7 lost the first variant's first A phases in 2 of 5 runs)")
+                "--lead + 10; with --lead 10 alone the first variant lost its first A phases in 2 of 5 runs)")
 ap.add_argument("--smi", action="store_true",
                 help="sample the GPU's SM clock and power every 50 ms (nvidia-smi) and give their "
                 "medians per phase kind: does B's load slow A down through the clock?")
 args = ap.parse_args()
+if args.b_phase <= 0.3:
+    ap.error("--b-phase must be longer than the 0.3 s at each phase's start that the tenants do not count")
 TENANT = os.environ.get("GS_BENCH_TENANT", os.path.join(HERE, "compute_tenant.py"))  # tests: a stand-in
 
 CONFIGS = {
     # name: (A's gpuslice args or None, B's, MPS underneath, B's extra environment)
     "native": (None, None, False, {}),
+    "gs_defaults": (["--critical"], ["--compute", "100"], False, {}),
     "gs_gate": (["--critical", "--prime", "off"], ["--compute", "100", "--guard", "off"], False, {}),
     "gs_bound": (["--critical", "--prime", "off"], ["--compute", "100", "--yield", "bound"], False, {}),
     "mps_t100": (None, None, True, {}),
@@ -107,15 +114,21 @@ CONFIGS = {
 
 
 def config(name):
-    """CONFIGS[name], a shrink variant with its green SM count in the name, or
-    either with @NAME: B on the library --b-lib gave that name."""
-    if "@" in name:
-        base, _, var = name.partition("@")
-        libs = dict(x.split("=", 1) for x in args.b_lib)
-        c = config(base)
-        if c is None or var not in libs:
-            return None
-        return c[0], c[1], c[2], dict(c[3], GPUSLICE_INTERPOSER=os.path.abspath(libs[var]))
+    """(A's gpuslice args or None, B's, MPS underneath, B's extra environment, the gpuslice
+    binary) of a variant name, or None if it names none: CONFIG#TAG is CONFIG; CONFIG@NAME
+    is CONFIG under the build --build gave NAME."""
+    name = name.partition("#")[0]
+    base, _, build = name.partition("@")
+    builds = dict(x.split("=", 1) for x in args.build)
+    c = base_config(base)
+    if c is None or (build and build not in builds):
+        return None
+    return c + (os.path.abspath(builds[build]) if build else args.gpuslice,)
+
+
+def base_config(name):
+    """CONFIGS[name], or a variant with its number in the name (gs_guardN[pM], gs_capN,
+    gs_mps_shrinkN)."""
     if name in CONFIGS:
         return CONFIGS[name]
     m = re.fullmatch(r"gs_guard(\d+)(?:p(\d+))?", name)
@@ -158,7 +171,7 @@ def schedule(start):
 
 
 def run_config(name, lead):
-    a_gs, b_gs, mps, b_env = config(name)
+    a_gs, b_gs, mps, b_env, gpuslice = config(name)
     start = time.time() + lead
     sa, sb, span = schedule(start)
     d = tempfile.mkdtemp(prefix="gs-phases-")
@@ -175,12 +188,12 @@ def run_config(name, lead):
             cmd += ["--group", str(args.b_group)]
         if pin:
             cmd += ["--cpus", pin] + (["--no-gc"] if mode == "infer" else [])
-        if args.graph and mode == "infer":
+        if not args.eager and mode == "infer":
             cmd.append("--graph")
         if mode == "infer":
             cmd += ["--think-dist", args.think_dist]
         if gs is not None:
-            cmd = [args.gpuslice, "run", "--memory", args.memory] + gs + ["--"] + cmd
+            cmd = [gpuslice, "run", "--memory", args.memory] + gs + ["--"] + cmd
         env = dict(os.environ)
         if mps:
             env.update(MPS)
@@ -224,14 +237,14 @@ def run_config(name, lead):
     return res
 
 
-res = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "batch": args.batch, "pin": args.pin, "graph": args.graph, "thinks": args.thinks,
-       "think_dist": args.think_dist,
-       "reps": args.reps, "size": args.size, "b_group": args.b_group, "configs": {}}
+res = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "batch": args.batch, "pin": args.pin, "graph": not args.eager,
+       "gpuslice": args.gpuslice, "builds": dict(x.split("=", 1) for x in args.build), "thinks": args.thinks,
+       "think_dist": args.think_dist, "reps": args.reps, "size": args.size, "b_group": args.b_group, "configs": {}}
 
 
 def summarise():
     """Ratios: against this variant's own A alone and B alone, and against the native
-    variant's (the issue's reference)."""
+    variant's (the reference: no gpuslice, no MPS)."""
     nat = res["configs"].get("native", {})
     rows = []
     for name, c in res["configs"].items():
@@ -258,7 +271,8 @@ MPS = None
 names = [n for n in args.configs.split(",") if n]
 unknown = [n for n in names if config(n) is None]
 if unknown:
-    sys.exit(f"h200_latency_phases: unknown config(s) {unknown}; known: {sorted(CONFIGS)}")
+    sys.exit(f"latency: unknown config(s) {unknown}; known: {sorted(CONFIGS)}, gs_guardN[pM], gs_capN, "
+             "gs_mps_shrinkN, each with @NAME of a --build and #TAG")
 mps_error = None
 try:
     for n in names:
@@ -284,3 +298,4 @@ try:
 finally:
     if MPS and not mps_error:
         mps_control(MPS, "quit")
+sys.exit(1 if any("error" in c for c in res["configs"].values()) else 0)

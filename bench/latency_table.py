@@ -1,10 +1,10 @@
-"""Markdown table of h200_latency_phases.py results (one or more JSON files).
+"""Markdown tables of bench/latency.py results (one or more JSON files).
 
-  python3 bench/phases_table.py bench/results/2026-11-30-session3/phases-*.json
+  python3 bench/latency_table.py curve.json [more.json ...]
 
 Per variant, batch and think time: A's busy fraction with B, A's p99 alone and with B
 (pooled over the phases), the p99 ratio against the variant's own A-alone phases and
-against the native variant's (the issue's reference: no gpuslice, no MPS), and B's
+against the native variant's (the reference: no gpuslice, no MPS), and B's
 throughput while A runs against native B alone. A file without a native variant takes
 the native reference of another file with the same batch and think time (marked *).
 """
@@ -59,6 +59,9 @@ def cells(paths):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) > 1 else 2)
     rows, b_ref, graph = cells(sys.argv[1:])
     print("| batch | variant | think ms | A busy | A p99 alone (own) ms | A p99 with B ms | p99 / own alone "
           "| p99 / native alone | p50 / own alone | B / native solo |")

@@ -1,7 +1,8 @@
-"""Helpers the H200 compute benchmarks share: one private NVIDIA MPS control daemon, the
-GPU's clock and power sampled from nvidia-smi, percentiles, a model captured as a CUDA
-graph."""
+"""Helpers the benchmarks share: one private NVIDIA MPS control daemon, the GPU's clock and
+power sampled from nvidia-smi, a process's device memory from nvidia-smi, percentiles,
+memory quantities, a model captured as a CUDA graph. Not a program of its own."""
 import os
+import re
 import subprocess
 import tempfile
 import threading
@@ -40,6 +41,26 @@ def capture_graph(torch, model, x):
     with torch.cuda.graph(graph):
         model(x)
     return graph
+
+
+def nvml_used_by_pid():
+    """Device memory per process id, in bytes, as nvidia-smi (NVML) reports it."""
+    q = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                       capture_output=True, text=True).stdout
+    used = {}
+    for line in q.strip().splitlines():
+        p, m = [x.strip() for x in line.split(",")]
+        used[int(p)] = int(m) * (1 << 20)
+    return used
+
+
+def parse_bytes(q):
+    """A memory quantity as gpuslice run --memory takes it (512Mi, 4Gi, 1.5GiB, 4G, 1000) in bytes."""
+    m = re.fullmatch(r"([0-9.]+)\s*([KMGT]?)(i?)B?", q.strip())
+    if not m:
+        raise ValueError(f"not a quantity: {q!r}")
+    power = " KMGT".index(m.group(2) or " ")
+    return int(float(m.group(1)) * (1024 if m.group(3) else 1000) ** power)
 
 
 def pct(v, q):

@@ -1,21 +1,26 @@
-"""Issue 6's curve: A's p99 (against its own alone phases) versus B's throughput (against
-native B alone), one line per variant through A's think times, from
-h200_latency_phases.py results. Needs matplotlib (Debian: python3-matplotlib).
+"""The latency curve as a figure: A's p99 (against its own alone phases) versus B's
+throughput (against native B alone), one line per variant through A's think times, from
+bench/latency.py results. Needs matplotlib.
 
-  python3 bench/latency_curve.py OUT.svg "TITLE" FILE.json [FILE.json ...] [-- "TITLE" FILE.json ...]
+  python3 bench/latency_figure.py OUT.svg "TITLE" FILE.json [FILE.json ...] [-- "TITLE" FILE.json ...]
 
-Each "--"-separated group is one panel; its ratios use that group's native reference.
+Each "--"-separated group is one panel; its ratios use that group's native reference. The
+green box marks the goal: A's p99 within 1.05x of alone with B at 75 % or more.
 """
 import os
 import sys
 
-import matplotlib
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print(__doc__)
+    sys.exit(0 if len(sys.argv) > 1 else 2)
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from phases_table import cells  # noqa: E402
+from latency_table import cells  # noqa: E402
 
 out, groups, cur = sys.argv[1], [], []
 for a in sys.argv[2:] + ["--"]:
