@@ -6,7 +6,7 @@
 // Built offline from Debian's golang-google-grpc-dev (1.33) in GOPATH mode by
 // tests/agent/kubelet_go_test.sh. grpc-go 1.33 defaults to the APIv1 codec,
 // which panics on protoc-gen-go 1.28 messages, so the "proto" codec is
-// replaced by an APIv2 one (specs/kubelet-apis.md pitfall 12).
+// replaced by an APIv2 one.
 package main
 
 import (
