@@ -46,8 +46,8 @@ static void critical_stamps(const struct gs_cc_tenant *t, int n, int self, uint6
  * GS_CC_CRIT_POLL_NS at most, less often while our own kernel runs), so the
  * guard trusts the shortest gap; a request that began and ended unseen is no
  * sample. Gaps longer than GS_CC_GUARD_GAP_MAX_NS are pauses, not a serving
- * loop's rhythm. (Not the linger: a loop that waits 6 ms between requests
- * went unguarded on the H200, its requests behind two best-effort kernels.)
+ * loop's rhythm. (Not the linger: a serving loop may wait longer than that
+ * between requests, and its requests would then go unguarded.)
  * 1: they are idle now, and crit_idle_seen is their latest "finished" stamp. */
 static int guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n, int self,
                          int critical_busy)
@@ -106,8 +106,7 @@ int gs_cc_guard_short(const struct gs_cc_self *me, uint64_t *longest)
             m = me->gaps[i];
     if (longest)
         *longest = m;
-    return GS_CC_GUARD_SHORT_HOLD && me->guard_ns && me->ngaps >= GS_CC_GUARD_GAPS / 2 &&
-           m <= me->guard_ns;
+    return me->guard_ns && me->ngaps >= GS_CC_GUARD_GAPS / 2 && m <= me->guard_ns;
 }
 
 void gs_cc_prime_launched(struct gs_cc_prime *p, uint64_t now)

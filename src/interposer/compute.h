@@ -24,15 +24,12 @@
 #include <stdint.h>
 
 #define GS_CC_MAX_TENANTS 64
-/* Default period: long enough that a window holds many kernels and the
- * work a framework commits in one lump (PyTorch: several GEMMs, then a
- * sync) is small next to it; short enough that a throughput tenant waits
- * at most a fraction of a second for its turn. Latency-critical tenants are
- * never windowed. Measured on the H200 and in virtual time (test_compute.c):
- * 50 ms left a 25 % tenant 4 points short, 200 ms within 1 point. */
-#ifndef GS_CC_PERIOD_NS /* a benchmark may build a variant with another period */
+/* The period: long enough that a window holds many kernels and the work a
+ * framework commits in one lump (PyTorch: several GEMMs, then a sync) is
+ * small next to it; short enough that a throughput tenant waits at most a
+ * fraction of a second for its turn. Latency-critical tenants are never
+ * windowed. (Why 200 ms and not less: docs/compute.md.) */
 #define GS_CC_PERIOD_NS (200ull * 1000 * 1000)
-#endif
 /* A tenant that has not wanted the GPU for this long is idle. A tenant
  * sleeping until its window publishes its wake-up time as its demand. */
 #define GS_CC_IDLE_NS (100ull * 1000 * 1000)
@@ -46,22 +43,16 @@
  * owner to finish draining (its window still ends where it was laid out);
  * a tenant that claims to be busy forever can delay the others by no more
  * than this. */
-#ifndef GS_CC_HANDOFF_MAX_NS
 #define GS_CC_HANDOFF_MAX_NS (10ull * 1000 * 1000)
-#endif
 #define GS_CC_HANDOFF_POLL_NS (100ull * 1000)
 /* A critical tenant whose work was seen finished less than this ago is
  * treated as about to send its next request: a serving loop's gaps between
  * requests are shorter. Meanwhile a best-effort tenant with yield = shrink
- * stays on its green context (a kernel launched on the whole GPU in such a gap
- * is one the next request waits behind on every SM: on the H200, graph-launched
- * ResNet-50 next to a GEMM loop, p50 1.55x with shrink against 1.36x with a
- * fixed thread limit), and every best-effort tenant keeps no queue behind its
- * running kernel. Longer idleness gives it the whole GPU, and its queue, back.
- * A benchmark may build a variant with another value. */
-#ifndef GS_CC_CRIT_LINGER_NS
+ * stays on its green context (a kernel launched on the whole GPU in such a
+ * gap is one the next request waits behind on every SM), and every
+ * best-effort tenant keeps no queue behind its running kernel. Longer
+ * idleness gives it the whole GPU, and its queue, back. */
 #define GS_CC_CRIT_LINGER_NS (5ull * 1000 * 1000)
-#endif
 /* How often a gated best-effort tenant looks again while a critical one runs. */
 #define GS_CC_CRIT_POLL_NS (50ull * 1000)
 /* The guard (off unless gs_cc_self.guard_ns is set: the interposer sets it
@@ -73,39 +64,28 @@
  * guard_ns must fit. From then it holds its launches until the request comes,
  * or GS_CC_GUARD_HOLD_NS after it was due (a serving loop that paused). If its
  * kernels do not fit the gaps at all, it does not hold (it would never
- * launch), unless the gaps are shorter than the margin itself
- * (GS_CC_GUARD_SHORT_HOLD, below). What a request then finds in front of it
- * is, at best, nothing: the ~one best-effort kernel that cost a
- * graph-launched model 1.25-1.55x at p99 on the H200 is gone (1.10-1.22x at
- * 3-10 ms gaps, session 6), for B's time in each gap's tail; the wider the
- * margin, the more of the GPU's clock the request finds too
- * (docs/compute.md, the power limit). */
+ * launch), unless the gaps are shorter than the margin itself (then it
+ * holds through whole gaps: gs_cc_guard_short). What a request then finds
+ * in front of it is, at best, nothing: not the one best-effort kernel it
+ * would otherwise wait behind, for B's time in each gap's tail; the wider
+ * the margin, the more of the GPU's clock the request finds too (a
+ * power-limited GPU clocks down under B's work: docs/compute.md). */
 #define GS_CC_GUARD_GAPS 8
-/* The margin the session-5/6 measurement builds used (GS_CC_GUARD=1). */
-#ifndef GS_CC_GUARD_MARGIN_NS
-#define GS_CC_GUARD_MARGIN_NS (60ull * 1000)
-#endif
 #define GS_CC_GUARD_HOLD_NS (1000ull * 1000)
 /* The longest gap it learns: a 4 fps camera's. */
 #define GS_CC_GUARD_GAP_MAX_NS (250ull * 1000 * 1000)
 /* A rhythm: the shortest learnt gap is at least the median's 1/DIV. Requests
  * at random have none (8 exponential gaps: the shortest is ~1/6 of the
- * median), and the shortest gap then holds B where no request comes: on the
- * H200 the guard neither helped nor harmed them, and cost B 1-6 points. */
+ * median), and the shortest gap would then hold B where no request comes,
+ * costing B without helping the requests. */
 #define GS_CC_GUARD_RHYTHM_DIV 2
 /* Gaps shorter than the margin (every one learnt at most guard_ns: a
  * critical tenant back to back, or nearly) have room for nothing of ours, so
  * the guard holds through them, rhythm or not, and a best-effort tenant runs
- * only once the critical tenant pauses. (Not the median: requests at random
- * with a short mean then held B for nothing at p99, on the H200 1.21x either
- * way, B 3 % against 21 %.) Without this (0, the rule until session 9)
- * such gaps went unguarded: a request found the best-effort kernel launched
- * in the gap before it, plus the context switch (on the H200, graph-launched
- * ResNet-50 back to back: p99 1.31x its alone, B 3 % of its solo
- * throughput). A benchmark may build a variant with 0. */
-#ifndef GS_CC_GUARD_SHORT_HOLD
-#define GS_CC_GUARD_SHORT_HOLD 1
-#endif
+ * only once the critical tenant pauses; unguarded, each request would find
+ * the best-effort kernel launched in the gap before it, plus the context
+ * switch. (Every gap, not the median: requests at random with a short mean
+ * would otherwise hold B for nothing.) */
 
 struct gs_cc_tenant {
     uint64_t key;       /* stable order key (hash of the slice id); ties broken by index */
@@ -177,8 +157,7 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t finished_ns);
  * returned after our last launch (a framework's own sync), else at our last
  * launch. Without this a tenant that stops launching inside its window (on
  * the CPU, or idle) would be charged for the whole pause at its next
- * launch: on the H200 a benchmark's start-up pause cost a tenant 800 ms of
- * debt, 13 skipped windows and 5 points of its share. */
+ * launch, and sit out windows to pay it back. */
 #define GS_CC_DRAIN_WAITED_NS (200ull * 1000)
 uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t last_launch,
                              uint64_t last_sync);
@@ -189,8 +168,8 @@ uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t 
  * median (the upper one of an even count; 0: none). */
 int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *median);
 
-/* 1 if the guard holds through whole gaps (GS_CC_GUARD_SHORT_HOLD): on, at
- * least half the gaps learnt, and every learnt gap at most guard_ns. Where
+/* 1 if the guard holds through whole gaps (above): on, at least half the
+ * gaps learnt, and every learnt gap at most guard_ns. Where
  * not NULL, *longest gets the longest learnt gap (0: none). */
 int gs_cc_guard_short(const struct gs_cc_self *me, uint64_t *longest);
 
@@ -199,14 +178,10 @@ int gs_cc_gaps_rhythm(const uint64_t *gaps, unsigned ngaps, uint64_t *shortest, 
 
 /* The prime (a latency-critical tenant on time-slicing, the slice's
  * prime_us). The GPU keeps the context that ran last until another submits
- * work, and switching back costs the next request: on the H200 a
- * graph-launched ResNet-50 (batch 8, 1.5 ms) ran 0.14 ms (8 %) slower at
- * p50 and p99 after another process's kernel, however small, than after
- * nothing, and no slower after a 192 MiB copy or 2.5 ms of GEMMs in its own
- * context (bench/h200_residual_probe.py, session 8): the switch, not the L2
- * or the clock, is what the guard left of A's excess at full clock. One
- * tiny kernel of its own, launched 0.25 ms before the request on a side
- * stream, took it away (p50 0.98x, p99 1.00x of after nothing). So a
+ * work, and switching back costs the next request (after another
+ * process's kernel, however small; not after work of its own); one tiny
+ * kernel of its own, launched shortly before the request on a side stream,
+ * takes the switch out of the request (docs/compute.md). So a
  * critical tenant learns its own gaps between requests (from its work
  * seen finished to its next launch; the last GS_CC_GUARD_GAPS, with the
  * guard's rhythm rule: the same stamps the best-effort tenants' guards
@@ -237,9 +212,9 @@ uint64_t gs_cc_kernel_estimate(uint64_t estimate_ns, uint64_t sample_ns);
  * and ended now can be trusted, given one critical tenant's stamps read now:
  * 1 if none of its work can have run beside ours in between (a launch never
  * seen finished counts as over once GS_CC_CRIT_STALE_NS old). A kernel that
- * shared the GPU with a request looks as long as the request: on the H200
- * such samples put the estimate of a 0.21 ms GEMM at 0.4-2 ms (sessions 6 and
- * 7), and the guard then held B for that much longer before every request. */
+ * shared the GPU with a request looks as long as the request, and an
+ * estimate made of such samples would hold B that much longer before every
+ * request. */
 int gs_cc_kernel_sample_clean(uint64_t start, uint64_t crit_launch_ns, uint64_t crit_idle_ns);
 
 /* Is a critical tenant t busy at now? */

@@ -31,47 +31,21 @@
 #define RING 4
 /* Kernels a best-effort tenant may keep queued behind its running one next to
  * a critical tenant: none while the critical tenant is busy or was within
- * GS_CC_CRIT_LINGER_NS (its next request then finds at most the one kernel
- * already running), GS_CC_CRIT_QUEUED once it has been idle longer, so the
- * best-effort tenant does not idle the GPU between its own kernels for good.
- * A benchmark may build variants (GS_CC_CRIT_QUEUED_RECENT=1 is the gate
- * mode of sessions 2-4). */
-#ifndef GS_CC_CRIT_QUEUED
-#define GS_CC_CRIT_QUEUED 1
-#endif
-#ifndef GS_CC_CRIT_QUEUED_RECENT
-#define GS_CC_CRIT_QUEUED_RECENT 0
-#endif
+ * GS_CC_CRIT_LINGER_NS, in every yield mode (gate launches nothing while it
+ * is busy, bound and shrink launch one at a time; its next request then finds
+ * at most the one kernel already running); one once it has been idle longer, so
+ * the best-effort tenant does not idle the GPU between its own kernels for
+ * good (docs/compute.md). */
+enum { CRIT_QUEUED_RECENT = 0, CRIT_QUEUED = 1 };
 /* With nothing to be queued next to a critical tenant, the GPU idles from our
  * kernel's end until we see it and launch the next: such a wait spins
- * (querying the event) for this long before it polls with sleeps, whose timer
- * slack alone is ~50 us; the CUDA runtime's default synchronisation spins
- * too. (A drain at a window's end does not spin: it was measured without.) */
-#ifndef GS_CC_TRIM_SPIN_NS
-#define GS_CC_TRIM_SPIN_NS (500ull * 1000)
-#endif
-/* A wait with kernels allowed in the queue (next to a critical tenant idle
- * for longer than the linger: one queued) may spin for this long before it
- * polls with sleeps. Off: on the fake driver, 10 us kernels kept the device
- * 18 % busy without a spin and 96 % with 50 us of it
- * (bench/fake_small_kernels.py), but on the H200 (session 7,
- * bench/h200_issue6_small_kernels.sh and _spin.sh) B's 1024 GEMMs (~13 us)
- * ran at 54-65 k/s with the 50 us spin against 68-72 k/s with sleep polls,
- * in three runs (512 and 4096 GEMMs: the same either way). */
-#ifndef GS_CC_TRIM_SPIN_QUEUED_NS
-#define GS_CC_TRIM_SPIN_QUEUED_NS 0
-#endif
-/* A spin gives the CPU away (sched_yield) between queries; 0 builds a pure
- * spin, for the session-7 measurement of the spin on the H200. */
-#ifndef GS_CC_SPIN_YIELD
-#define GS_CC_SPIN_YIELD 1
-#endif
-/* The guard (compute.h) is the slice's guard_us; GS_CC_GUARD=1 builds it on,
- * at GS_CC_GUARD_MARGIN_NS, where the limits leave it off (the session-5/6
- * measurement builds, bench/h200_issue6_guard.sh and _clock.sh). */
-#ifndef GS_CC_GUARD
-#define GS_CC_GUARD 0
-#endif
+ * (querying the event, giving the CPU away between queries) for this long
+ * before it polls with sleeps, whose timer slack alone is ~50 us; the CUDA
+ * runtime's default synchronisation spins too. A wait with a kernel allowed
+ * in the queue, and a drain at a window's end, do not spin: they poll with
+ * sleeps at once (a spin there cost a tenant of small kernels throughput:
+ * docs/benchmarks.md). */
+#define TRIM_SPIN_NS (500ull * 1000)
 #define EVENT_EVERY 16
 #define RESCAN_NS (1000ull * 1000 * 1000)
 #define DEMAND_PUBLISH_NS (1000ull * 1000)
@@ -141,8 +115,6 @@ void gs_cc_init(const char *state_dir)
     if (gs_g.limits.guard_us && !gated)
         GS_LOGW("guard_us = %llu ignored: the guard is for best-effort slices with yield = gate",
                 (unsigned long long)gs_g.limits.guard_us);
-    if (GS_CC_GUARD && gated && !cc.self.guard_ns)
-        cc.self.guard_ns = GS_CC_GUARD_MARGIN_NS;
     if (cc.self.guard_ns) /* on by default: said at info when it first holds (guard_said) */
         GS_LOGD("guard on: next to a latency-critical tenant, a kernel goes out in its gap only if "
                 "it should end %.0f us before its next request is due",
@@ -265,29 +237,22 @@ static void sleep_until_ns(uint64_t t)
  * nothing of ours before it to when a wait saw it finished (a sleep poll
  * adds its interval: it errs long, where the guard is safe), kept only when
  * no critical tenant's work can have run beside it (their stamps, read now
- * with view(): a pread per peer, on a path that is waiting anyway). GS_CC_KERNEL_SAMPLE_ALL=1
- * builds the rule before session 7, every sample kept, for the H200
- * comparison (bench/h200_issue6_estimate.sh). */
-#ifndef GS_CC_KERNEL_SAMPLE_ALL
-#define GS_CC_KERNEL_SAMPLE_ALL 0
-#endif
+ * with view(): a pread per peer, on a path that is waiting anyway). */
 static void kernel_time_seen(uint64_t start, uint64_t end)
 {
-    if (!GS_CC_KERNEL_SAMPLE_ALL) {
-        struct gs_cc_tenant t[GS_CC_MAX_TENANTS];
-        int self = 0;
-        view(t, &self); /* a dead critical tenant reads as not alive: it runs nothing */
-        for (int i = 0; i < cc.npeers; i++)
-            if (i != self && t[i].critical && t[i].alive &&
-                !gs_cc_kernel_sample_clean(start, t[i].crit_launch_ns, t[i].crit_idle_ns))
-                return;
-    }
+    struct gs_cc_tenant t[GS_CC_MAX_TENANTS];
+    int self = 0;
+    view(t, &self); /* a dead critical tenant reads as not alive: it runs nothing */
+    for (int i = 0; i < cc.npeers; i++)
+        if (i != self && t[i].critical && t[i].alive &&
+            !gs_cc_kernel_sample_clean(start, t[i].crit_launch_ns, t[i].crit_idle_ns))
+            return;
     cc.self.kernel_ns = gs_cc_kernel_estimate(cc.self.kernel_ns, end - start);
 }
 
 /* Waits for the oldest recorded event while the ring holds more than max;
- * next to a critical tenant (crit), spinning first: GS_CC_TRIM_SPIN_NS with
- * nothing to be queued, GS_CC_TRIM_SPIN_QUEUED_NS with some. */
+ * next to a critical tenant (crit) with nothing to be queued (max 0),
+ * spinning first for TRIM_SPIN_NS. */
 static void ring_trim(int max, int crit)
 {
     uint64_t spin_until = 0;
@@ -297,13 +262,11 @@ static void ring_trim(int max, int crit)
         if (gs_g.real.cuEventQuery && gs_g.real.cuEventQuery(e) == CUDA_ERROR_NOT_READY) {
             uint64_t now = mono_ns();
             waited = 1;
-            uint64_t spin = !crit ? 0 : max == 0 ? GS_CC_TRIM_SPIN_NS : GS_CC_TRIM_SPIN_QUEUED_NS;
-            if (spin > 0) {
+            if (crit && max == 0) {
                 if (!spin_until)
-                    spin_until = now + spin;
+                    spin_until = now + TRIM_SPIN_NS;
                 if (now < spin_until) {
-                    if (GS_CC_SPIN_YIELD)
-                        sched_yield();
+                    sched_yield();
                     continue;
                 }
             }
@@ -339,15 +302,10 @@ static void ring_record(CUstream s, int every)
 }
 
 /* Events we may leave outstanding before the next launch, next to a critical
- * tenant: one kernel running and GS_CC_CRIT_QUEUED_RECENT (0) queued while it
- * is busy or was just now, in every yield mode (gate stops launching while it
- * is busy, bound and shrink keep launching one at a time); GS_CC_CRIT_QUEUED
- * once it has been idle for the linger. On the H200 (session 5), gate with
- * nothing queued gave the graph-launched critical model p99 1.18-1.31x its
- * own alone against 1.42-1.53x with one queued. cc.lock held. */
+ * tenant (CRIT_QUEUED_RECENT, CRIT_QUEUED). cc.lock held. */
 static int crit_depth(void)
 {
-    return cc.self.critical_recent ? GS_CC_CRIT_QUEUED_RECENT : GS_CC_CRIT_QUEUED;
+    return cc.self.critical_recent ? CRIT_QUEUED_RECENT : CRIT_QUEUED;
 }
 
 static void drain(void)

@@ -632,7 +632,7 @@ static void test_shrink_moves_kernels_to_green_context(void **st)
 
 /* Next to a critical tenant that is busy, or was just now, a best-effort
  * tenant keeps no kernel queued behind its running one, in every yield mode;
- * once the critical tenant has been idle a while, one (GS_CC_CRIT_QUEUED), so
+ * once the critical tenant has been idle a while, one (CRIT_QUEUED), so
  * it does not idle the GPU between its own kernels. The fake driver's kernels
  * take 20 ms and it records the most a launch found queued in front of it.
  * (gate is not run next to a busy critical tenant: it launches nothing then.) */
