@@ -396,3 +396,52 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t now)
     if (me->debt > GS_CC_DEBT_MAX_WINDOWS * promised)
         me->debt = GS_CC_DEBT_MAX_WINDOWS * promised;
 }
+
+void gs_cc_drain_done(struct gs_cc_self *me, const struct gs_cc_io *io, uint64_t last_launch,
+                      uint64_t last_sync)
+{
+    uint64_t end = io->clock(io->ctx);
+    uint64_t done = gs_cc_work_finished(me->drain_start, end, last_launch, last_sync);
+    gs_cc_drained(me, done);
+    me->pub_busy = 0;
+    io->publish(io->ctx, me->pub_demand, me->pub_busy);
+    if (io->note)
+        io->note(io->ctx, me, GS_CC_DRAIN, end, done);
+}
+
+enum gs_cc_action gs_cc_step(struct gs_cc_self *me, const struct gs_cc_io *io, uint64_t *wait_until)
+{
+    for (;;) {
+        uint64_t now = io->clock(io->ctx);
+        me->pub_demand = now; /* read by the others, and by read_peers for us */
+        io->publish(io->ctx, me->pub_demand, me->pub_busy);
+        struct gs_cc_tenant t[GS_CC_MAX_TENANTS];
+        int self = 0;
+        int n = io->read_peers(io->ctx, now, t, &self);
+        uint64_t wait = 0;
+        enum gs_cc_action a = gs_cc_before_launch(me, t, n, self, now, GS_CC_PERIOD_NS, &wait);
+        me->pub_busy = me->in_window || a == GS_CC_DRAIN;
+        io->publish(io->ctx, me->pub_demand, me->pub_busy);
+        if (a == GS_CC_LAUNCH) {
+            if (io->note)
+                io->note(io->ctx, me, a, now, me->until);
+            return a;
+        }
+        if (a == GS_CC_DRAIN) {
+            uint64_t last_launch = 0, last_sync = 0;
+            me->drain_start = io->clock(io->ctx); /* not now: reading the peers lies between */
+            if (!io->drain(io->ctx, &last_launch, &last_sync))
+                return a;
+            gs_cc_drain_done(me, io, last_launch, last_sync);
+            continue;
+        }
+        if (io->note)
+            io->note(io->ctx, me, a, now, wait);
+        me->pub_demand = wait; /* asleep until our turn, we still want the GPU: say so */
+        io->publish(io->ctx, me->pub_demand, me->pub_busy);
+        if (!io->sleep(io->ctx, wait)) {
+            *wait_until = wait;
+            return a;
+        }
+    }
+}

@@ -130,6 +130,10 @@ struct gs_cc_self {
     uint64_t gaps[GS_CC_GUARD_GAPS]; /* their last gaps between requests */
     unsigned ngaps;
     int guard_held; /* the last decision held a launch for the guard */
+    /* gs_cc_step's own: */
+    uint64_t drain_start; /* when the drain under way began */
+    uint64_t pub_demand;  /* what we last published: demand (io->publish) ... */
+    int pub_busy;         /* ... and "in our window or draining it" */
 };
 
 enum gs_cc_action {
@@ -150,6 +154,51 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
 /* Our queued work finished at finished_ns after a GS_CC_DRAIN (see
  * gs_cc_work_finished); the window is charged up to then. */
 void gs_cc_drained(struct gs_cc_self *me, uint64_t finished_ns);
+
+/* What gs_cc_step needs of the world. The interposer's callbacks are the
+ * monotonic clock, the ledgers, and real drains and sleeps (launch.c); the
+ * virtual-time tests' are the simulation's (tests/interposer/test_compute.c). */
+struct gs_cc_io {
+    void *ctx;
+    /* Now: CLOCK_MONOTONIC ns (or virtual time). */
+    uint64_t (*clock)(void *ctx);
+    /* Every tenant on the GPU as it publishes itself now, ours included:
+     * fills t (at most GS_CC_MAX_TENANTS), sets *self to ours, returns how many. */
+    int (*read_peers)(void *ctx, uint64_t now, struct gs_cc_tenant *t, int *self);
+    /* Publishes our side: when we last wanted the GPU (or, waiting, when we
+     * will), and whether we are in our window or draining it. */
+    void (*publish)(void *ctx, uint64_t demand_ns, int window_busy);
+    /* Waits for our queued work: 1 once it has finished, with our last
+     * launch's and last synchronisation's stamps in *last_launch and
+     * *last_sync; 0 if it goes on without us (the caller then calls
+     * gs_cc_drain_done once it has). */
+    int (*drain)(void *ctx, uint64_t *last_launch, uint64_t *last_sync);
+    /* Sleeps until `until`: 1 once it has; 0 if the caller sleeps instead. */
+    int (*sleep)(void *ctx, uint64_t until);
+    /* Optional (NULL: none): told each decision to launch (t: me->until) or
+     * to wait (t: when to ask again) made at now, and each drain's end
+     * (GS_CC_DRAIN at now, t: when the work finished). */
+    void (*note)(void *ctx, const struct gs_cc_self *me, enum gs_cc_action a, uint64_t now,
+                 uint64_t t);
+};
+
+/* The per-launch protocol, until our tenant may launch: publishes its
+ * demand, reads the others (io->read_peers), decides (gs_cc_before_launch),
+ * publishes whether it is in its window, drains its queued work when its
+ * window ends (gs_cc_drain_done) and sleeps when it must wait; then decides
+ * again. GS_CC_LAUNCH: launch now (me->until says for how long). GS_CC_DRAIN,
+ * GS_CC_WAIT (until *wait_until): a drain or a sleep io left to its caller,
+ * who calls again after it. The callbacks run inside the step: a caller
+ * that holds a lock around it holds it in them too, and a drain or sleep
+ * callback may drop it while it waits (launch.c does): the step reads
+ * everything again after each. */
+enum gs_cc_action gs_cc_step(struct gs_cc_self *me, const struct gs_cc_io *io,
+                             uint64_t *wait_until);
+/* A drain has ended (the one gs_cc_step began, whichever finished it): the
+ * window is charged up to when the work finished (gs_cc_work_finished, with
+ * the drain's end read from io->clock), and no longer published as busy. */
+void gs_cc_drain_done(struct gs_cc_self *me, const struct gs_cc_io *io, uint64_t last_launch,
+                      uint64_t last_sync);
 
 /* When did our queued work finish, for a drain that ran from drain_start to
  * drain_end? If the drain had to wait, at its end. If nothing was left to

@@ -356,67 +356,95 @@ static void guard_no_rhythm_said(uint64_t now)
     next_look = now + GUARD_SAY_NS;
 }
 
-static void cc_slow(CUstream s)
+/* gs_cc_step's world (compute.h), under cc.lock. */
+static uint64_t io_clock(void *ctx)
 {
-    pthread_mutex_lock(&cc.lock);
-    for (;;) {
-        uint64_t now = mono_ns();
-        if (now >= cc.next_scan)
-            scan_peers(now);
-        struct gs_ledger *me = gs_g.ledger;
-        atomic_store_explicit(&me->demand_ns, now, memory_order_relaxed);
-        cc.last_demand = now;
-        struct gs_cc_tenant t[GS_CC_MAX_TENANTS];
-        int self = 0;
-        view(t, &self);
-        uint64_t wait = 0;
-        enum gs_cc_action a =
-            gs_cc_before_launch(&cc.self, t, cc.npeers, self, now, GS_CC_PERIOD_NS, &wait);
-        if (gs_g.limits.yield == GS_YIELD_SHRINK)
-            atomic_store_explicit(&cc.shrink_now, cc.self.critical_recent, memory_order_relaxed);
-        atomic_store_explicit(&me->window_busy, cc.self.in_window || a == GS_CC_DRAIN,
-                              memory_order_relaxed);
-        if (cc.self.guard_ns && cc.any_critical)
-            guard_no_rhythm_said(now);
-        if (a == GS_CC_LAUNCH) {
-            if (cc.self.in_window && cc.self.used_from == now)
-                GS_LOGD("compute window entered at %.3f ms, %.2f ms after its start (hand-over); "
-                        "ends at %.3f ms; debt %.2f ms",
-                        (double)now / 1e6, (double)(now - cc.self.window_start) / 1e6,
-                        (double)cc.self.window_end / 1e6, (double)cc.self.debt / 1e6);
-            /* Bound what we queue so a critical tenant, or the next window's
-             * owner, waits for little of our work. */
-            ring_trim(cc.any_critical ? crit_depth() : RING - 1, cc.any_critical);
-            atomic_store_explicit(&cc.until, cc.self.until, memory_order_release);
-            break;
-        }
-        if (a == GS_CC_DRAIN) {
-            uint64_t drain_start = mono_ns(); /* not `now`: a peer scan may lie between */
-            drain();
-            uint64_t done = gs_cc_work_finished(
-                drain_start, mono_ns(), atomic_load_explicit(&cc.last_launch, memory_order_relaxed),
-                atomic_load_explicit(&cc.last_sync, memory_order_relaxed));
-            gs_cc_drained(&cc.self, done);
-            atomic_store_explicit(&me->window_busy, 0, memory_order_relaxed);
-            GS_LOGD("compute window closed at %.3f ms: used %.2f ms of %.2f ms (from %.2f ms "
-                    "into the window), debt now %.2f ms",
-                    (double)done / 1e6, (double)(done - cc.self.used_from) / 1e6,
-                    (double)cc.self.window_len / 1e6,
-                    (double)(cc.self.used_from - cc.self.window_start) / 1e6,
-                    (double)cc.self.debt / 1e6);
-            continue;
-        }
-        if (cc.self.guard_held)
-            guard_said(now, wait);
-        if (wait > now + 1000000)
-            GS_LOGD("compute waiting at %.3f ms until %.3f ms", (double)now / 1e6,
-                    (double)wait / 1e6);
-        /* Asleep until our window, we still want the GPU: say so. */
-        atomic_store_explicit(&me->demand_ns, wait, memory_order_relaxed);
-        sleep_until_ns(wait);
+    (void)ctx;
+    return mono_ns();
+}
+
+static int io_read_peers(void *ctx, uint64_t now, struct gs_cc_tenant *t, int *self)
+{
+    (void)ctx;
+    if (now >= cc.next_scan)
+        scan_peers(now);
+    view(t, self);
+    return cc.npeers;
+}
+
+static void io_publish(void *ctx, uint64_t demand_ns, int window_busy)
+{
+    (void)ctx;
+    atomic_store_explicit(&gs_g.ledger->demand_ns, demand_ns, memory_order_relaxed);
+    atomic_store_explicit(&gs_g.ledger->window_busy, window_busy, memory_order_relaxed);
+    cc.last_demand = demand_ns;
+}
+
+static int io_drain(void *ctx, uint64_t *last_launch, uint64_t *last_sync)
+{
+    (void)ctx;
+    drain();
+    *last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
+    *last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
+    return 1;
+}
+
+static int io_sleep(void *ctx, uint64_t until)
+{
+    (void)ctx;
+    sleep_until_ns(until);
+    return 1;
+}
+
+/* What the log says of the step. */
+static void io_note(void *ctx, const struct gs_cc_self *me, enum gs_cc_action a, uint64_t now,
+                    uint64_t t)
+{
+    (void)ctx;
+    if (a == GS_CC_DRAIN) {
+        GS_LOGD("compute window closed at %.3f ms: used %.2f ms of %.2f ms (from %.2f ms "
+                "into the window), debt now %.2f ms",
+                (double)t / 1e6, (double)(t - me->used_from) / 1e6, (double)me->window_len / 1e6,
+                (double)(me->used_from - me->window_start) / 1e6, (double)me->debt / 1e6);
+        return;
     }
+    if (me->guard_ns && cc.any_critical)
+        guard_no_rhythm_said(now);
+    if (a == GS_CC_LAUNCH) {
+        if (me->in_window && me->used_from == now)
+            GS_LOGD("compute window entered at %.3f ms, %.2f ms after its start (hand-over); "
+                    "ends at %.3f ms; debt %.2f ms",
+                    (double)now / 1e6, (double)(now - me->window_start) / 1e6,
+                    (double)me->window_end / 1e6, (double)me->debt / 1e6);
+        return;
+    }
+    if (me->guard_held)
+        guard_said(now, t);
+    if (t > now + 1000000)
+        GS_LOGD("compute waiting at %.3f ms until %.3f ms", (double)now / 1e6, (double)t / 1e6);
+}
+
+static const struct gs_cc_io io = {
+    .clock = io_clock,
+    .read_peers = io_read_peers,
+    .publish = io_publish,
+    .drain = io_drain,
+    .sleep = io_sleep,
+    .note = io_note,
+};
+
+static void cc_slow(void)
+{
+    uint64_t wait;
+    pthread_mutex_lock(&cc.lock);
+    (void)gs_cc_step(&cc.self, &io, &wait); /* our drain and sleep block: it launches */
+    if (gs_g.limits.yield == GS_YIELD_SHRINK)
+        atomic_store_explicit(&cc.shrink_now, cc.self.critical_recent, memory_order_relaxed);
+    /* Bound what we queue so a critical tenant, or the next window's owner,
+     * waits for little of our work. */
+    ring_trim(cc.any_critical ? crit_depth() : RING - 1, cc.any_critical);
+    atomic_store_explicit(&cc.until, cc.self.until, memory_order_release);
     pthread_mutex_unlock(&cc.lock);
-    (void)s;
 }
 
 static inline void cc_before(CUstream s)
@@ -439,7 +467,7 @@ static inline void cc_before(CUstream s)
         }
         return;
     }
-    cc_slow(s);
+    cc_slow();
     atomic_store_explicit(&cc.last_launch, mono_ns(), memory_order_relaxed);
 }
 

@@ -1,7 +1,8 @@
 /* The compute controller in virtual time: a simulated GPU shares itself
  * between tenants that have queued work (processor sharing, like contexts
  * time-slicing), and each tenant runs the interposer's per-launch protocol
- * (gs_cc_before_launch / gs_cc_drained) against what the others publish.
+ * (gs_cc_step, compute.c, the code libgpuslice.so runs) against what the
+ * others publish, with the simulation's clock, drains and sleeps.
  * No wall clock: every figure here is exact and repeatable. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,7 +32,7 @@ struct sim_tenant {
     uint64_t wait_until;
     int busy_forever;              /* compute-bound: always has a next kernel */
     uint64_t pause_from, pause_to; /* wants nothing in between (on the CPU, idle) */
-    uint64_t drain_start, last_launch, last_sync;
+    uint64_t last_launch, last_sync;
     int batch;        /* >0: launches this many, then waits for them (a sync) */
     uint64_t dies_at; /* 0 = never */
     /* critical tenants: one request = req_kernels kernels, then a sync */
@@ -121,14 +122,63 @@ static void launch(struct sim *s, int i)
     }
 }
 
-static void tenant_step_inner(struct sim *s, int i);
+/* gs_cc_step's world for tenant i (compute.h): the simulation's clock and
+ * tenants; its drains and sleeps are the simulation's (DRAINING, WAITING). */
+struct sim_io {
+    struct sim *s;
+    int i;
+};
+
+static uint64_t sim_clock(void *ctx)
+{
+    return ((struct sim_io *)ctx)->s->now;
+}
+
+static int sim_read_peers(void *ctx, uint64_t now, struct gs_cc_tenant *t, int *self)
+{
+    struct sim_io *c = ctx;
+    (void)now;
+    for (int j = 0; j < c->s->n; j++)
+        t[j] = c->s->t[j].pub;
+    *self = c->i;
+    return c->s->n;
+}
+
+static void sim_publish(void *ctx, uint64_t demand_ns, int window_busy)
+{
+    struct sim_io *c = ctx;
+    c->s->t[c->i].pub.demand_ns = demand_ns;
+    c->s->t[c->i].pub.window_busy = window_busy;
+}
+
+static int sim_drain(void *ctx, uint64_t *last_launch, uint64_t *last_sync)
+{
+    (void)ctx;
+    (void)last_launch;
+    (void)last_sync;
+    return 0; /* the simulated GPU runs our queue down: DRAINING */
+}
+
+static int sim_sleep(void *ctx, uint64_t until)
+{
+    (void)ctx;
+    (void)until;
+    return 0; /* WAITING */
+}
+
+static void tenant_step_inner(struct sim *s, int i, const struct gs_cc_io *io);
 
 static void tenant_step(struct sim *s, int i)
 {
-    tenant_step_inner(s, i);
+    struct sim_io c = {s, i};
+    const struct gs_cc_io io = {.ctx = &c,
+                                .clock = sim_clock,
+                                .read_peers = sim_read_peers,
+                                .publish = sim_publish,
+                                .drain = sim_drain,
+                                .sleep = sim_sleep};
+    tenant_step_inner(s, i, &io);
     struct sim_tenant *x = &s->t[i];
-    /* What the interposer publishes in its ledger. */
-    x->pub.window_busy = x->me.in_window || x->state == DRAINING;
     if (x->state == WAITING && x->pub.window_busy && !x->pub.critical) {
         int critical_busy = 0;
         for (int j = 0; j < s->n; j++)
@@ -137,7 +187,7 @@ static void tenant_step(struct sim *s, int i)
     }
 }
 
-static void tenant_step_inner(struct sim *s, int i)
+static void tenant_step_inner(struct sim *s, int i, const struct gs_cc_io *io)
 {
     struct sim_tenant *x = &s->t[i];
     if (!x->pub.alive)
@@ -148,9 +198,7 @@ static void tenant_step_inner(struct sim *s, int i)
     }
     if (x->state == DRAINING) {
         if (x->queued == 0) {
-            /* As launch.c estimates when the work finished. */
-            gs_cc_drained(
-                &x->me, gs_cc_work_finished(x->drain_start, s->now, x->last_launch, x->last_sync));
+            gs_cc_drain_done(&x->me, io, x->last_launch, x->last_sync);
             x->state = READY;
         }
         return;
@@ -174,23 +222,17 @@ static void tenant_step_inner(struct sim *s, int i)
     int burst = 0;
     while (wants(x, s->now) && x->queued < x->max_inflight && (!x->batch || burst < x->batch)) {
         burst++;
-        x->pub.demand_ns = s->now;
+        x->pub.demand_ns = s->now; /* launch.c's hot path: at most once a millisecond */
         if (s->now >= x->me.until) {
-            struct gs_cc_tenant v[8];
-            for (int j = 0; j < s->n; j++)
-                v[j] = s->t[j].pub;
             uint64_t w = 0;
-            enum gs_cc_action a =
-                gs_cc_before_launch(&x->me, v, s->n, i, s->now, GS_CC_PERIOD_NS, &w);
+            enum gs_cc_action a = gs_cc_step(&x->me, io, &w);
             if (a == GS_CC_DRAIN) {
                 x->state = DRAINING;
-                x->drain_start = s->now;
                 return;
             }
             if (a == GS_CC_WAIT) {
                 x->state = WAITING;
                 x->wait_until = w;
-                x->pub.demand_ns = w; /* as the interposer publishes it */
                 return;
             }
         }
