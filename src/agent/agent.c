@@ -27,8 +27,8 @@
 #define REGISTER_TIMEOUT_MS 5000
 #define SOCKET_CHECK_MS 2000
 
-/* A blocking client call run off the loop thread (pitfall 1: the kubelet
- * calls us back inside Register, so the loop must keep serving). */
+/* A blocking client call run off the loop thread (the kubelet calls us back
+ * inside Register, so the loop must keep serving). */
 struct worker {
     pthread_t th;
     int running;

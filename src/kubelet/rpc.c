@@ -2,8 +2,8 @@
  *
  * One completion queue serves every server. Each tag points at a small
  * struct that says which operation finished; calls and servers count their
- * outstanding tags and are freed when the count reaches zero (pitfall 7:
- * every tag points at the call, so the call must outlive all of them). */
+ * outstanding tags and are freed when the count reaches zero (every tag
+ * points at the call, so the call must outlive all of them). */
 #include "kubelet/rpc.h"
 
 #include <stdio.h>
@@ -54,7 +54,7 @@ struct rpc_call {
 struct gs_rpc_stream {
     struct rpc_call *c;
     int open;          /* the handler was told open and not yet closed */
-    int send_inflight; /* one SEND_MESSAGE at a time (pitfall 6) */
+    int send_inflight; /* C-core allows one SEND_MESSAGE in flight per call */
     uint8_t *pending;  /* the latest message waiting for the send slot */
     size_t pending_len;
     int has_pending;
@@ -82,7 +82,7 @@ struct gs_rpc {
 
 static void core_log(gpr_log_func_args *args)
 {
-    /* C-core writes to stderr on its own; route it through our log (pitfall 12). */
+    /* C-core writes to stderr on its own; route it through our log. */
     enum gs_log_level lvl = args->severity == GPR_LOG_SEVERITY_ERROR  ? GS_LOG_WARN
                             : args->severity == GPR_LOG_SEVERITY_INFO ? GS_LOG_DEBUG
                                                                       : GS_LOG_DEBUG;
@@ -95,7 +95,7 @@ int gs_rpc_create(struct gs_rpc **out, gs_error *err)
     if (!r)
         return gs_error_set(err, GS_ENOMEM, "out of memory creating the gRPC hub");
     gpr_set_log_function(core_log);
-    grpc_init(); /* pitfall 9: without it grpc_server_create segfaults */
+    grpc_init(); /* without it grpc_server_create segfaults (C-core 1.51) */
     r->cq = grpc_completion_queue_create_for_next(NULL);
     *out = r;
     return GS_OK;
@@ -243,7 +243,7 @@ static void on_new_call(struct rpc_call *c, int ok)
     }
     request_next(s);
     /* RECV_CLOSE_ON_SERVER first, so a cancelled call completes every pending
-     * tag (pitfall 7). */
+     * tag. */
     grpc_op op;
     memset(&op, 0, sizeof op);
     op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;

@@ -14,7 +14,8 @@
  * it, and gs_rpc_stream_send / gs_rpc_server_* must be called on it too.
  * gs_rpc_call_unary is blocking and may be called from any thread: the agent
  * calls Register from a worker so the loop keeps serving the kubelet's
- * GetDevicePluginOptions that arrives inside Register (pitfall 1). */
+ * GetDevicePluginOptions that arrives inside Register: the kubelet dials the
+ * plugin back and calls it before it answers Register. */
 #ifndef GS_AGENT_RPC_H
 #define GS_AGENT_RPC_H
 
@@ -79,9 +80,9 @@ void gs_rpc_server_stop(struct gs_rpc *r, struct gs_rpc_server *s);
 int gs_rpc_poll(struct gs_rpc *r, int timeout_ms);
 
 /* Queues one message on a stream. At most one send is in flight per call
- * (pitfall 6); while one is, a newer message replaces the waiting one, so a
- * slow peer gets the latest state and the queue never grows. Copies data.
- * Returns GS_OK, or GS_EIO when the stream has ended. */
+ * (C-core allows one SEND_MESSAGE at a time); while one is, a newer message replaces the waiting
+ * one, so a slow peer gets the latest state and the queue never grows. Copies data. Returns GS_OK,
+ * or GS_EIO when the stream has ended. */
 int gs_rpc_stream_send(struct gs_rpc_stream *s, const uint8_t *data, size_t len);
 /* Messages sent / replaced while waiting (for tests and metrics). */
 void gs_rpc_stream_counts(const struct gs_rpc_stream *s, uint64_t *sent, uint64_t *coalesced);
