@@ -194,9 +194,13 @@ static void resolve_real(void)
                 "(install the NVIDIA driver or mount it into the container)");
 }
 
+/* The one after-fork reset: every module's (interposer.h). */
 static void at_fork_child(void)
 {
     gs_mem_after_fork();
+    gs_launch_after_fork();
+    gs_ring_after_fork();
+    gs_green_after_fork();
     gs_prime_after_fork();
 }
 
@@ -215,7 +219,7 @@ static void do_init(void)
     }
     pthread_atfork(NULL, NULL, at_fork_child);
     if (gs_g.enforce) {
-        gs_cc_init(gs_g.state_dir[0] ? gs_g.state_dir : NULL);
+        gs_launch_init(gs_g.state_dir[0] ? gs_g.state_dir : NULL);
         gs_prime_init();
     }
     if (gs_g.enforce) {

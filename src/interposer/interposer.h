@@ -93,17 +93,25 @@ void *gs_wrap_address(void *real);
 int gs_streq(const char *a, const char *b);
 /* Real dlsym, never our own. */
 void *gs_real_dlsym(void *handle, const char *name);
-/* Compute controller (launch.c): finds the other tenants' state. */
-void gs_cc_init(const char *state_dir);
+/* The launch path (launch.c): the compute controller, set up from the
+ * limits; it finds the other tenants' state. */
+void gs_launch_init(const char *state_dir);
 /* The prime (prime.c): set up from the limits; a critical tenant's launch and
- * synchronisation stamps (CLOCK_MONOTONIC ns); a forked child's reset. */
+ * synchronisation stamps (CLOCK_MONOTONIC ns). */
 void gs_prime_init(void);
 void gs_prime_launched(uint64_t now);
 void gs_prime_idle(uint64_t now);
-void gs_prime_after_fork(void);
 /* Gives back what stream-ordered pools released (at syncs and trims). */
 uint64_t gs_mem_pools_refresh(void);
-/* Resets per-process state in a forked child. */
-void gs_mem_after_fork(void);
+
+/* In a forked child, each module's reset of its per-process state (its
+ * locks, the parent's slot, the parent's CUDA objects); interposer.c's
+ * pthread_atfork child handler calls them all. peers.c has none: its list
+ * and files are as good in the child. */
+void gs_mem_after_fork(void);    /* memory.c */
+void gs_launch_after_fork(void); /* launch.c */
+void gs_ring_after_fork(void);   /* ring.c */
+void gs_green_after_fork(void);  /* green.c */
+void gs_prime_after_fork(void);  /* prime.c */
 
 #endif

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "interposer/clock.h"
 #include "interposer/compute.h"
 #include "interposer/interposer.h"
 
@@ -59,13 +60,6 @@ static struct {
     uint64_t primes, next_say;
 } pr = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static inline uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void gs_prime_init(void)
 {
@@ -160,13 +154,6 @@ static void prime_fire(uint64_t now)
     }
 }
 
-static void sleep_until_ns(uint64_t t)
-{
-    struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
-        ;
-}
-
 static void *prime_thread(void *arg)
 {
     (void)arg;
@@ -185,10 +172,10 @@ static void *prime_thread(void *arg)
         uint64_t at = gs_cc_prime_at(&pr.p, pr.lead_ns), idle = pr.p.idle_ns;
         pthread_mutex_unlock(&pr.lock);
         if (at) {
-            sleep_until_ns(at);
+            gs_clock_sleep_until(at);
             /* Still the same gap: no request came, no sync since. */
             if (atomic_load(&pr.launched) <= idle && atomic_load(&pr.idle) == idle)
-                prime_fire(mono_ns());
+                prime_fire(gs_clock_ns());
         }
         atomic_store(&pr.waiting, 1);
         while (atomic_load(&pr.seq) == seq)

@@ -547,8 +547,8 @@ static void test_best_effort_yields_to_critical(void **st)
  * H200: bench/green_ctx_probe.cu.) */
 enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE };
 
-static const char *run_next_to_critical(enum gs_yield yield, enum crit_state critical,
-                                        const char *extra_env)
+static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_state critical,
+                                             const char *extra_env, const char *const *args)
 {
     int critical_busy = critical == CRIT_BUSY;
     struct slice crit, be;
@@ -577,7 +577,6 @@ static const char *run_next_to_critical(enum gs_yield yield, enum crit_state cri
     const uint64_t ahead = 50ull * 1000 * 1000;
     uint64_t finished = critical == CRIT_JUST_IDLE ? mono() + ahead : launched + 1;
     atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : finished);
-    const char *args[] = {"direct", "launch", "5", NULL};
     int fd;
     pid_t pid = spawn(&be, extra_env, &fd, args);
     fcntl(fd, F_SETFL, O_NONBLOCK);
@@ -610,6 +609,13 @@ static const char *run_next_to_critical(enum gs_yield yield, enum crit_state cri
     return out;
 }
 
+static const char *run_next_to_critical(enum gs_yield yield, enum crit_state critical,
+                                        const char *extra_env)
+{
+    const char *args[] = {"direct", "launch", "5", NULL};
+    return run_next_to_critical_args(yield, critical, extra_env, args);
+}
+
 static const char *run_shrink(enum crit_state critical, const char *extra_env)
 {
     return run_next_to_critical(GS_YIELD_SHRINK, critical, extra_env);
@@ -628,6 +634,46 @@ static void test_shrink_moves_kernels_to_green_context(void **st)
     out = run_shrink(CRIT_IDLE_LONG, NULL); /* critical tenant idle: the whole GPU */
     assert_int_equal(field(out, "launched "), 5);
     assert_int_equal(field(out, "on-green "), 0);
+}
+
+/* After fork, every module starts afresh in the child (interposer.c's one
+ * pthread_atfork handler): the child of a shrinking best-effort tenant makes
+ * its own green context and its own events, in its own CUDA context, rather
+ * than use its parent's, and its kernels still go to a green stream. */
+static void test_fork_resets_every_module(void **st)
+{
+    (void)st;
+    const char *args[] = {"direct", "fork-launch", "5", NULL};
+    const char *out = run_next_to_critical_args(GS_YIELD_SHRINK, CRIT_BUSY, NULL, args);
+    assert_int_equal(field(out, "on-green "), 5); /* the parent's */
+    const char *child = strstr(out, "child launched");
+    if (!child)
+        fail_msg("no child: %s", out);
+    assert_int_equal(field(child, "on-green "), 5);
+    assert_int_equal(field(child, "green-made "), 1);
+    /* the green context's two, and the ring's after each launch */
+    assert_true(field(child, "events-made ") > 2);
+}
+
+/* Threads of one tenant launching at once (for the race detector, in the
+ * TSan build): next to a busy critical tenant, on the green context, every
+ * launch waiting for the one before; and alone with a share, across window
+ * ends, where one thread drains while the others wait for it to decide. */
+static void test_threads_launch_at_once(void **st)
+{
+    (void)st;
+    setenv("GS_FAKE_KERNEL_US", "200", 1);
+    const char *args[] = {"direct", "launch-threads", "4", "40", "0", NULL};
+    const char *out = run_next_to_critical_args(GS_YIELD_SHRINK, CRIT_BUSY, NULL, args);
+    assert_int_equal(field(out, "threads launched "), 160);
+    assert_int_equal(field(out, "on-green "), 160);
+    struct slice s;
+    mkslice(&s, GiB);
+    set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
+    const char *windows[] = {"direct", "launch-threads", "4", "150", "2000", NULL};
+    out = run(&s, NULL, windows); /* 300 ms: the window of 200 ms ends at least once */
+    unsetenv("GS_FAKE_KERNEL_US");
+    assert_int_equal(field(out, "threads launched "), 600);
 }
 
 /* Next to a critical tenant that is busy, or was just now, a best-effort
@@ -795,6 +841,8 @@ int main(void)
         cmocka_unit_test(test_guard_from_limits),
         cmocka_unit_test(test_shrink_falls_back_without_green_context),
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
+        cmocka_unit_test(test_fork_resets_every_module),
+        cmocka_unit_test(test_threads_launch_at_once),
         cmocka_unit_test(test_cap_every_way),
         cmocka_unit_test(test_wrappers_answer_every_way),
         cmocka_unit_test(test_every_path_charges_and_frees),

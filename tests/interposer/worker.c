@@ -325,6 +325,98 @@ static int churn(size_t chunk)
     return 0;
 }
 
+/* A count the fake driver keeps (0 without it: a real driver). */
+static unsigned long long fake_count(const char *fn, const char *arg)
+{
+    if (arg) {
+        unsigned long long (*f)(const char *) =
+            (unsigned long long (*)(const char *))dlsym(RTLD_DEFAULT, fn);
+        return f ? f(arg) : 0ull;
+    }
+    unsigned long long (*f)(void) = (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, fn);
+    return f ? f() : 0ull;
+}
+
+/* n kernels; then how many ran on a green context's stream, and the most
+ * kernels a launch found still queued in front of it (the fake counts). */
+static int launch_n(long n)
+{
+    for (long i = 0; i < n; i++)
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+            return 4;
+    printf("launched %ld on-green %llu max-queued %llu\n", n,
+           fake_count("gsfake_green_launches", NULL), fake_count("gsfake_max_queued", NULL));
+    return 0;
+}
+
+/* t threads, each launching n kernels, pause_us apart. */
+struct launcher {
+    long n, pause_us;
+    int rc;
+};
+static void *launcher_main(void *p)
+{
+    struct launcher *l = p;
+    A.cuCtxSetCurrent(ctx);
+    for (long i = 0; i < l->n && !l->rc; i++) {
+        l->rc = A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0;
+        if (l->pause_us) {
+            struct timespec ts = {l->pause_us / 1000000, (l->pause_us % 1000000) * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+static int launch_threads(int t, long n, long pause_us)
+{
+    pthread_t th[16];
+    struct launcher l[16] = {{0}};
+    if (t > 16)
+        t = 16;
+    for (int i = 0; i < t; i++) {
+        l[i] = (struct launcher){.n = n, .pause_us = pause_us};
+        pthread_create(&th[i], NULL, launcher_main, &l[i]);
+    }
+    long launched = 0;
+    for (int i = 0; i < t; i++) {
+        pthread_join(th[i], NULL);
+        launched += l[i].rc ? 0 : n;
+    }
+    A.cuCtxSynchronize();
+    printf("threads launched %ld on-green %llu\n", launched,
+           fake_count("gsfake_green_launches", NULL));
+    return 0;
+}
+
+/* n kernels, then a forked child's n, in its own context: what the child
+ * made of its own (green contexts, events) besides what it launched. */
+static int fork_launch(long n)
+{
+    if (launch_n(n))
+        return 4;
+    fflush(stdout);
+    pid_t c = fork();
+    if (c == 0) {
+        setup();
+        unsigned long long green0 = fake_count("gsfake_green_launches", NULL),
+                           made0 = fake_count("gsfake_calls", "cuGreenCtxCreate"),
+                           events0 = fake_count("gsfake_calls", "cuEventCreate");
+        for (long i = 0; i < n; i++)
+            if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+                _exit(4);
+        printf("child launched %ld on-green %llu green-made %llu events-made %llu\n", n,
+               fake_count("gsfake_green_launches", NULL) - green0,
+               fake_count("gsfake_calls", "cuGreenCtxCreate") - made0,
+               fake_count("gsfake_calls", "cuEventCreate") - events0);
+        fflush(stdout);
+        _exit(0);
+    }
+    int st;
+    waitpid(c, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 4;
+}
+
 /* Parent and forked child share one cap. */
 static int forked(size_t chunk)
 {
@@ -392,21 +484,13 @@ int main(int argc, char **argv)
         }
         return 0;
     }
-    if (!strcmp(s, "launch") && argc > 3) {
-        long n = strtol(argv[3], NULL, 10);
-        for (long i = 0; i < n; i++)
-            if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
-                return 4;
-        /* How many ran on a green context's stream, and the most kernels a
-         * launch found still queued in front of it (the fake driver counts). */
-        unsigned long long (*green)(void) =
-            (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "gsfake_green_launches");
-        unsigned long long (*queued)(void) =
-            (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "gsfake_max_queued");
-        printf("launched %ld on-green %llu max-queued %llu\n", n, green ? green() : 0ull,
-               queued ? queued() : 0ull);
-        return 0;
-    }
+    if (!strcmp(s, "launch") && argc > 3)
+        return launch_n(strtol(argv[3], NULL, 10));
+    if (!strcmp(s, "launch-threads") && argc > 5)
+        return launch_threads((int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
+                              strtol(argv[5], NULL, 10));
+    if (!strcmp(s, "fork-launch") && argc > 3)
+        return fork_launch(strtol(argv[3], NULL, 10));
     if (!strcmp(s, "requests") && argc > 4) {
         /* A serving loop: argv[3] requests (a kernel, then a sync), argv[4] ms
          * apart; then how many kernels of a module (the interposer's prime)
@@ -419,12 +503,9 @@ int main(int argc, char **argv)
             struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
             nanosleep(&ts, NULL);
         }
-        unsigned long long (*primes)(void) =
-            (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "gsfake_module_launches");
-        unsigned long long (*calls)(const char *) =
-            (unsigned long long (*)(const char *))dlsym(RTLD_DEFAULT, "gsfake_calls");
-        printf("requests %ld primes %llu loads %llu\n", n, primes ? primes() : 0ull,
-               calls ? calls("cuModuleLoadData") : 0ull);
+        printf("requests %ld primes %llu loads %llu\n", n,
+               fake_count("gsfake_module_launches", NULL),
+               fake_count("gsfake_calls", "cuModuleLoadData"));
         return 0;
     }
     if (!strcmp(s, "launch-pause") && argc > 4) {

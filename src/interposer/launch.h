@@ -1,0 +1,62 @@
+/* The launch path's parts, internal to libgpuslice.so. launch.c holds the
+ * launch and synchronisation hooks and this process's side of the compute
+ * controller; it uses:
+ *   peers.c  who else is on this GPU, and what each publishes;
+ *   ring.c   events after our launches, to bound and to wait for our queued work;
+ *   green.c  yield = shrink's green context.
+ * Their locks, and the rule between them, are listed in launch.c. */
+#ifndef GS_INTERPOSER_LAUNCH_H
+#define GS_INTERPOSER_LAUNCH_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "interposer/compute.h"
+#include "interposer/interposer.h"
+
+/* ---- peers.c: the slice's neighbours on this GPU ----------------------- */
+
+/* Finds where the other tenants' state is (at start). */
+void gs_peers_init(const char *state_dir);
+/* At most once a second: looks again at who is there. */
+void gs_peers_refresh(uint64_t now);
+/* What every tenant publishes now, ours included: fills t (at most
+ * GS_CC_MAX_TENANTS), sets *self to ours, returns how many. */
+int gs_peers_view(struct gs_cc_tenant *t, int *self);
+/* The three above run under launch.c's cc.lock: it guards the list. */
+
+/* Another tenant on this GPU is latency-critical (as of the last look).
+ * Read on the hot path, without a lock. */
+extern _Atomic int gs_peers_critical;
+static inline int gs_peers_any_critical(void)
+{
+    return atomic_load_explicit(&gs_peers_critical, memory_order_relaxed);
+}
+
+/* ---- ring.c: events after our launches --------------------------------- */
+
+enum { GS_RING_SLOTS = 4 }; /* events outstanding at most */
+
+/* Records an event on s after every `every`-th launch (1: after each). */
+void gs_ring_record(CUstream s, int every);
+/* Waits while more than max events are outstanding, for the oldest; next to
+ * a critical tenant (crit) with nothing to be queued (max 0) it spins first.
+ * A wait that saw a kernel of ours run alone (nothing of ours before it)
+ * from launch to end tells seen (start, end), with no lock of ring.c held. */
+typedef void gs_ring_seen_fn(uint64_t start, uint64_t end);
+void gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen);
+
+/* ---- green.c: yield = shrink ------------------------------------------- */
+
+/* Before a launch on s: 1 if it is to go to the green context's stream
+ * (gs_green_stream), ordered after the work already queued on s; then
+ * gs_green_leave after it. 0: launch as asked. */
+int gs_green_enter(CUstream s);
+CUstream gs_green_stream(void);
+/* After the launch on the green stream: later work on s waits for it. */
+void gs_green_leave(CUstream s, CUresult rc);
+/* The green stream refused a launch that the tenant's own stream took: no
+ * more green context for this process (yield = bound from now on). */
+void gs_green_refused(CUresult green_rc);
+
+#endif
