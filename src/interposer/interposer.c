@@ -20,19 +20,17 @@
 struct gs_state gs_g = {.slot = -1, .integrated = -1, .cap = UINT64_MAX};
 
 const char *const gs_hook_names[GS_HOOK_COUNT] = {
-#define GS_NAME(name, params, args) [GS_HOOK_##name] = #name,
-    GS_CU_HOOKS(GS_NAME) GS_CU_HELPERS(GS_NAME)
+#define GS_NAME(name, params, args, ...) [GS_HOOK_##name] = #name,
+    GS_CU_ALL(GS_NAME)
 #undef GS_NAME
-        [GS_HOOK_cuGetProcAddress] = "cuGetProcAddress",
-    [GS_HOOK_cuGetProcAddress_v2] = "cuGetProcAddress_v2",
 };
 
+#define GS_WRAPPER_HOOK(name) (void *)name
+#define GS_WRAPPER_HELPER(name) NULL
 void *const gs_hook_wrappers[GS_HOOK_COUNT] = {
-#define GS_WRAP(name, params, args) [GS_HOOK_##name] = (void *)name,
-    GS_CU_HOOKS(GS_WRAP)
+#define GS_WRAP(name, params, args, kind, ...) [GS_HOOK_##name] = GS_WRAPPER_##kind(name),
+    GS_CU_ALL(GS_WRAP)
 #undef GS_WRAP
-        [GS_HOOK_cuGetProcAddress] = (void *)cuGetProcAddress,
-    [GS_HOOK_cuGetProcAddress_v2] = (void *)cuGetProcAddress_v2,
 };
 
 /* ---- the real dlsym ---------------------------------------------------- */
@@ -245,7 +243,7 @@ void *gs_wrap_address(void *real)
     if (!real)
         return real;
     for (int i = 0; i < GS_HOOK_COUNT; i++)
-        if (gs_g.real_addr[i] == real && GS_HOOK_EXPORTED(i))
+        if (gs_g.real_addr[i] == real && gs_hook_wrappers[i])
             return gs_hook_wrappers[i];
     return real;
 }
@@ -255,7 +253,7 @@ GS_NO_SAN static int hooked_name(const char *name)
     if (!name || name[0] != 'c' || name[1] != 'u')
         return -1;
     for (int i = 0; i < GS_HOOK_COUNT; i++)
-        if (GS_HOOK_EXPORTED(i) && gs_streq(gs_hook_names[i], name))
+        if (gs_hook_wrappers[i] && gs_streq(gs_hook_names[i], name))
             return i;
     return -1;
 }

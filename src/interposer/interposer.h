@@ -16,30 +16,23 @@
 #define GS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define GS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* One enum value per hooked driver entry point, from the one list. */
+/* One enum value per driver entry point of the one list (GS_CU_ALL), hooked
+ * or not. */
 enum gs_hook_id {
-#define GS_ENUM(name, params, args) GS_HOOK_##name,
-    GS_CU_HOOKS(GS_ENUM) GS_CU_HELPERS(GS_ENUM)
+#define GS_ENUM(name, params, args, ...) GS_HOOK_##name,
+    GS_CU_ALL(GS_ENUM)
 #undef GS_ENUM
-        GS_HOOK_cuGetProcAddress,
-    GS_HOOK_cuGetProcAddress_v2,
-    GS_HOOK_COUNT
+        GS_HOOK_COUNT
 };
-/* Hooks we export (the rest of the table are helpers we only call). */
-#define GS_HOOK_EXPORTED(id)                                      \
-    ((id) < GS_HOOK_cuInit || (id) == GS_HOOK_cuGetProcAddress || \
-     (id) == GS_HOOK_cuGetProcAddress_v2)
 
-/* Typed pointers to the real driver's functions. */
+/* Typed pointers to the real driver's functions, in the enum's order. */
 struct gs_real {
-#define GS_PTR(name, params, args) CUresult(*name) params;
-    GS_CU_HOOKS(GS_PTR)
-    GS_CU_HELPERS(GS_PTR)
+#define GS_PTR(name, params, args, ...) CUresult(*name) params;
+    GS_CU_ALL(GS_PTR)
 #undef GS_PTR
-    CUresult (*cuGetProcAddress)(const char *, void **, int, cuuint64_t);
-    CUresult (*cuGetProcAddress_v2)(const char *, void **, int, cuuint64_t,
-                                    CUdriverProcAddressQueryResult *);
 };
+_Static_assert(sizeof(struct gs_real) == GS_HOOK_COUNT * sizeof(void *),
+               "struct gs_real: one pointer per gs_hook_id, in its order (resolve_real)");
 
 struct gs_state {
     int ready;   /* init finished */
@@ -64,15 +57,15 @@ struct gs_state {
     char state_dir[300];            /* standalone: GPUSLICE_STATE_DIR; in a container: empty */
 };
 
-/* Our exported wrappers, declared from the same list. */
-#define GS_DECL(name, params, args) GS_API CUresult name params;
-GS_CU_HOOKS(GS_DECL)
+/* Our exported wrappers (the HOOK rows), declared from the same list. */
+#define GS_DECL_HOOK(name, params) GS_API CUresult name params;
+#define GS_DECL_HELPER(name, params)
+#define GS_DECL(name, params, args, kind, ...) GS_DECL_##kind(name, params)
+GS_CU_ALL(GS_DECL)
 #undef GS_DECL
-GS_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
-GS_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-                                    cuuint64_t flags, CUdriverProcAddressQueryResult *status);
 
 extern struct gs_state gs_g;
+/* The entry points' names, and our wrapper of each (NULL: a HELPER, not exported). */
 extern const char *const gs_hook_names[GS_HOOK_COUNT];
 extern void *const gs_hook_wrappers[GS_HOOK_COUNT];
 

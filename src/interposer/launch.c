@@ -316,69 +316,48 @@ static inline int green_enter(CUstream s)
     return atomic_load_explicit(&cc.shrink_now, memory_order_relaxed) && gs_green_enter(s);
 }
 
-/* The stream each launch form uses. */
-#define STREAM_cuLaunchKernel hStream
-#define STREAM_cuLaunchKernel_ptsz hStream
-#define STREAM_cuLaunchKernelEx (config ? config->hStream : NULL)
-#define STREAM_cuLaunchKernelEx_ptsz (config ? config->hStream : NULL)
-#define STREAM_cuLaunchCooperativeKernel hStream
-#define STREAM_cuLaunchCooperativeKernel_ptsz hStream
-#define STREAM_cuGraphLaunch hStream
-#define STREAM_cuGraphLaunch_ptsz hStream
+/* From the launch rows' columns (common/gs_cuda_hooks.h). The stream column:
+ * where the launch's stream is, and how RETARGET points the launch at
+ * stream g: at the green stream, and back at the tenant's own to retry
+ * there. The Ex form's config is the caller's (const): a copy carries the
+ * stream (copying the copy onto itself is exact), and without a config
+ * (the legacy stream) it stays where it is. */
+#define STREAM_PARAM hStream
+#define STREAM_CONFIG (config ? config->hStream : NULL)
+#define GREEN_OK_PARAM 1
+#define GREEN_OK_CONFIG (config != NULL)
+#define RETARGET_PARAM(g) (hStream = (g))
+#define RETARGET_CONFIG(g) (shadow = *config, shadow.hStream = (g), config = &shadow)
 
-/* Which forms yield = shrink moves to the green context, and how: kernels and
- * the Ex form on an explicit or legacy stream. Cooperative kernels (their grid
- * must fit the SMs), graphs (instantiated for their context) and the
- * per-thread-stream forms stay where they are, bounded as in yield = bound. */
-#define GREEN_cuLaunchKernel 1
-#define GREEN_cuLaunchKernelEx (config != NULL)
-#define GREEN_cuLaunchKernel_ptsz 0
-#define GREEN_cuLaunchKernelEx_ptsz 0
-#define GREEN_cuLaunchCooperativeKernel 0
-#define GREEN_cuLaunchCooperativeKernel_ptsz 0
-#define GREEN_cuGraphLaunch 0
-#define GREEN_cuGraphLaunch_ptsz 0
-/* RETARGET points a launch at stream g: at the green stream, and back at the
- * tenant's own to retry there. The Ex form's config is the caller's (const):
- * a copy carries the stream; copying the copy onto itself is exact. */
-#define RETARGET_cuLaunchKernel(g) (hStream = (g))
-#define RETARGET_cuLaunchKernelEx(g) (shadow = *config, shadow.hStream = (g), config = &shadow)
-#define RETARGET_cuLaunchKernel_ptsz(g) (void)(g)
-#define RETARGET_cuLaunchKernelEx_ptsz(g) (void)(g)
-#define RETARGET_cuLaunchCooperativeKernel(g) (void)(g)
-#define RETARGET_cuLaunchCooperativeKernel_ptsz(g) (void)(g)
-#define RETARGET_cuGraphLaunch(g) (void)(g)
-#define RETARGET_cuGraphLaunch_ptsz(g) (void)(g)
-
-#define LAUNCH_HOOK(name, params, args)                         \
-    GS_API CUresult name params                                 \
-    {                                                           \
-        gs_ensure_init();                                       \
-        if (GS_UNLIKELY(!gs_g.real.name))                       \
-            return CUDA_ERROR_NOT_SUPPORTED;                    \
-        if (!gs_g.enforce)                                      \
-            return gs_g.real.name args;                         \
-        count_launch();                                         \
-        CUstream stream = STREAM_##name;                        \
-        cc_before();                                            \
-        CUlaunchConfig shadow;                                  \
-        (void)shadow;                                           \
-        int on_green = GREEN_##name && green_enter(stream);     \
-        if (on_green)                                           \
-            RETARGET_##name(gs_green_stream());                 \
-        CUresult rc = gs_g.real.name args;                      \
-        if (on_green) {                                         \
-            gs_green_leave(stream, rc);                         \
-            if (rc != CUDA_SUCCESS) {                           \
-                CUresult green_rc = rc;                         \
-                RETARGET_##name(stream);                        \
-                if ((rc = gs_g.real.name args) == CUDA_SUCCESS) \
-                    gs_green_refused(green_rc);                 \
-            }                                                   \
-        }                                                       \
-        if (rc == CUDA_SUCCESS)                                 \
-            cc_after(stream);                                   \
-        return rc;                                              \
+#define LAUNCH_HOOK(name, params, args, kind, stream_in, green)              \
+    GS_API CUresult name params                                              \
+    {                                                                        \
+        gs_ensure_init();                                                    \
+        if (GS_UNLIKELY(!gs_g.real.name))                                    \
+            return CUDA_ERROR_NOT_SUPPORTED;                                 \
+        if (!gs_g.enforce)                                                   \
+            return gs_g.real.name args;                                      \
+        count_launch();                                                      \
+        CUstream stream = STREAM_##stream_in;                                \
+        cc_before();                                                         \
+        CUlaunchConfig shadow;                                               \
+        (void)shadow;                                                        \
+        int on_green = green && GREEN_OK_##stream_in && green_enter(stream); \
+        if (on_green)                                                        \
+            RETARGET_##stream_in(gs_green_stream());                         \
+        CUresult rc = gs_g.real.name args;                                   \
+        if (on_green) {                                                      \
+            gs_green_leave(stream, rc);                                      \
+            if (rc != CUDA_SUCCESS) {                                        \
+                CUresult green_rc = rc;                                      \
+                RETARGET_##stream_in(stream);                                \
+                if ((rc = gs_g.real.name args) == CUDA_SUCCESS)              \
+                    gs_green_refused(green_rc);                              \
+            }                                                                \
+        }                                                                    \
+        if (rc == CUDA_SUCCESS)                                              \
+            cc_after(stream);                                                \
+        return rc;                                                           \
     }
 GS_CU_LAUNCH_HOOKS(LAUNCH_HOOK)
 
@@ -398,7 +377,7 @@ static inline void synced(CUresult rc)
     }
 }
 
-#define SYNC_HOOK(name, params, args)        \
+#define SYNC_HOOK(name, params, args, ...)   \
     GS_API CUresult name params              \
     {                                        \
         gs_ensure_init();                    \

@@ -360,12 +360,10 @@ static CUmemoryPool current_pool(void)
     /* The device's default pool: cuMemAllocAsync's pool unless the
      * application set another with cuDeviceSetMemPool (then the request is
      * charged instead). */
-    static CUresult (*get_device)(CUdevice *);
-    if (!get_device && gs_g.libcuda)
-        get_device = (CUresult(*)(CUdevice *))gs_real_dlsym(gs_g.libcuda, "cuCtxGetDevice");
     CUdevice dev;
     CUmemoryPool pool = NULL;
-    if (!get_device || get_device(&dev) != CUDA_SUCCESS || !REAL(cuDeviceGetDefaultMemPool) ||
+    if (!REAL(cuCtxGetDevice) || gs_g.real.cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
+        !REAL(cuDeviceGetDefaultMemPool) ||
         gs_g.real.cuDeviceGetDefaultMemPool(&pool, dev) != CUDA_SUCCESS)
         return NULL;
     return pool;

@@ -32,20 +32,20 @@
 /* ---- entry points: enum, names, addresses, introduction versions ---- */
 
 enum entry {
-#define X(name, params, args) E_##name,
+#define X(name, ...) E_##name,
     GS_FAKE_CU_ALL(X)
 #undef X
         E_COUNT
 };
 
 static const char *const entry_names[E_COUNT] = {
-#define X(name, params, args) #name,
+#define X(name, ...) #name,
     GS_FAKE_CU_ALL(X)
 #undef X
 };
 
 static void *const entry_fns[E_COUNT] = {
-#define X(name, params, args) (void *)name,
+#define X(name, ...) (void *)name,
     GS_FAKE_CU_ALL(X)
 #undef X
 };

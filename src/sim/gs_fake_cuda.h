@@ -30,30 +30,27 @@
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 
-/* Exported besides GS_CU_HOOKS and GS_CU_HELPERS, same row format. The
- * _v2 forms of cuCtxGetDevice/cuCtxSynchronize (13000, extra CUcontext) exist
- * so the resolver answers at 13000 what the real driver answers. */
-#define GS_FAKE_CU_EXTRAS(X)                                                                 \
-    X(cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags), \
-      (symbol, pfn, cudaVersion, flags))                                                     \
-    X(cuGetProcAddress_v2,                                                                   \
-      (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,                    \
-       CUdriverProcAddressQueryResult *symbolStatus),                                        \
-      (symbol, pfn, cudaVersion, flags, symbolStatus))                                       \
-    X(cuGetExportTable, (const void **ppExportTable, const void *pExportTableId),            \
-      (ppExportTable, pExportTableId))                                                       \
-    X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))                  \
-    X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                                     \
-    X(cuStreamQuery_ptsz, (CUstream hStream), (hStream))                                     \
-    X(cuMemGetAllocationGranularity,                                                         \
-      (size_t * granularity, const CUmemAllocationProp *prop, int option),                   \
-      (granularity, prop, option))                                                           \
+/* Exported besides GS_CU_ALL (gs_cuda_hooks.h), rows of X(name, params,
+ * args). The _v2 forms of cuCtxGetDevice/cuCtxSynchronize (13000, extra
+ * CUcontext) exist so the resolver answers at 13000 what the real driver
+ * answers. */
+#define GS_FAKE_CU_EXTRAS(X)                                                      \
+    X(cuGetExportTable, (const void **ppExportTable, const void *pExportTableId), \
+      (ppExportTable, pExportTableId))                                            \
+    X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))       \
+    X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                          \
+    X(cuStreamQuery_ptsz, (CUstream hStream), (hStream))                          \
+    X(cuMemGetAllocationGranularity,                                              \
+      (size_t * granularity, const CUmemAllocationProp *prop, int option),        \
+      (granularity, prop, option))                                                \
     X(cuMemPoolSetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value))
 
-/* Every entry point the fake exports (and accepts in GS_FAKE_FAIL). */
-#define GS_FAKE_CU_ALL(X) GS_CU_HOOKS(X) GS_CU_HELPERS(X) GS_FAKE_CU_EXTRAS(X)
+/* Every entry point the fake exports (and accepts in GS_FAKE_FAIL). Its
+ * consumers take X(name, params, ...): the rows of gs_cuda_hooks.h carry
+ * more columns than these. */
+#define GS_FAKE_CU_ALL(X) GS_CU_ALL(X) GS_FAKE_CU_EXTRAS(X)
 
-#define GS_FAKE_CU_DECLARE(name, params, args) CUresult name params;
+#define GS_FAKE_CU_DECLARE(name, params, ...) CUresult name params;
 GS_FAKE_CU_ALL(GS_FAKE_CU_DECLARE)
 #undef GS_FAKE_CU_DECLARE
 

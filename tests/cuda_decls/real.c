@@ -18,11 +18,18 @@
 
 #include "common/gs_cuda_hooks.h"
 
-#define CHECK(name, params, args)                                                               \
+#define CHECK(name, params, ...)                                                                \
     _Static_assert(__builtin_types_compatible_p(__typeof__(&name), CUresult(CUDAAPI *) params), \
                    "signature of " #name " differs from cuda.h");
 GS_CU_HOOKS(CHECK)
 GS_CU_GREEN_HELPERS(CHECK)
+/* The resolver: cuda.h declares the _v2 form only (cuGetProcAddress is a
+ * macro for it), so only that one is checked. */
+#define RESOLVER_TYPE(name, params, ...) typedef CUresult(CUDAAPI *gs_type_##name) params;
+GS_CU_RESOLVER_HOOKS(RESOLVER_TYPE)
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuGetProcAddress_v2),
+                                            gs_type_cuGetProcAddress_v2),
+               "signature of cuGetProcAddress_v2 differs from cuda.h");
 
 #define ROW(name, expr) {#name, (unsigned long long)(expr)},
 const struct gs_decl_value gs_decl_real[] = {GS_DECL_VALUES(ROW){0, 0}};

@@ -18,16 +18,12 @@
 #include "common/gs_cuda_hooks.h"
 
 /* Direct references (resolved at link time against libcuda.so.1). */
-#define DECL(name, params, args) CUresult name params;
-GS_CU_HOOKS(DECL)
-GS_CU_HELPERS(DECL)
+#define DECL(name, params, ...) CUresult name params;
+GS_CU_ALL(DECL)
 #undef DECL
-CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
-                             CUdriverProcAddressQueryResult *);
-CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
 
 struct api {
-#define PTR(name, params, args) CUresult(*name) params;
+#define PTR(name, params, ...) CUresult(*name) params;
     GS_CU_HOOKS(PTR) GS_CU_HELPERS(PTR)
 #undef PTR
 };
@@ -49,7 +45,7 @@ static const char *base_name(const char *versioned, char *buf, size_t len)
 static int load(const char *way)
 {
     if (!strcmp(way, "direct")) {
-#define SET(name, params, args) A.name = name;
+#define SET(name, ...) A.name = name;
         GS_CU_HOOKS(SET)
         GS_CU_HELPERS(SET)
 #undef SET
@@ -68,7 +64,7 @@ static int load(const char *way)
         (CUresult(*)(const char *, void **, int, cuuint64_t))dlsym(h, "cuGetProcAddress");
     void **slot = (void **)&A;
     const char *names[] = {
-#define NAME(name, params, args) #name,
+#define NAME(name, ...) #name,
         GS_CU_HOOKS(NAME) GS_CU_HELPERS(NAME)
 #undef NAME
     };

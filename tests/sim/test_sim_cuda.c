@@ -493,7 +493,7 @@ static void test_launch_and_sync(void **st)
 /* ---- cuGetProcAddress ---- */
 
 static const char *const exported[] = {
-#define X(name, params, args) #name,
+#define X(name, ...) #name,
     GS_FAKE_CU_ALL(X)
 #undef X
 };
@@ -1106,7 +1106,7 @@ static const struct {
     const char *name;
     CUresult (*call)(void);
 } calls[] = {
-#define X(name, params, args) {#name, call_##name},
+#define X(name, ...) {#name, call_##name},
     GS_FAKE_CU_ALL(X)
 #undef X
 };
