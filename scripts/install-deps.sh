@@ -2,12 +2,20 @@
 # Installs everything gpuslice needs to build and test, from Debian's archive only.
 # Idempotent: packages already present are left alone. Run as root on Debian 12.
 set -eu
-PKGS="build-essential pkg-config make clang-format
-libgrpc-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-libmicrohttpd-dev libcjson-dev libyaml-dev libcurl4-openssl-dev libcmocka-dev
+# --build: only what building gpuslice needs (the image's build stage);
+# without it, the tests' tools too.
+BUILD_PKGS="build-essential pkg-config make
+libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
+libmicrohttpd-dev libcjson-dev libyaml-dev libcurl4-openssl-dev"
+TEST_PKGS="clang-format protobuf-compiler libcmocka-dev
 python3 python3-grpcio python3-grpc-tools python3-protobuf python3-yaml
 golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-goprotobuf-dev
 openssl"
+case "${1:-}" in
+    --build) PKGS=$BUILD_PKGS ;;
+    "") PKGS="$BUILD_PKGS $TEST_PKGS" ;;
+    *) echo "usage: $0 [--build]" >&2; exit 2 ;;
+esac
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
