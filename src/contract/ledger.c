@@ -186,10 +186,8 @@ int gs_ledger_procs(const struct gs_ledger *l)
 int gs_ledger_charge(struct gs_ledger *l, int slot, uint64_t bytes, uint64_t cap)
 {
     struct gs_ledger_slot *s = &l->slots[slot];
-    if (bytes > cap) {
-        atomic_fetch_add_explicit(&s->ooms, 1, memory_order_relaxed);
+    if (bytes > cap)
         return GS_EBUSY;
-    }
     /* Publish our claim first, then look at everyone's: a racing process
      * that also publishes first sees ours, so both can fail but never both
      * pass the cap (seq_cst orders the add before the loads). */
@@ -197,7 +195,6 @@ int gs_ledger_charge(struct gs_ledger *l, int slot, uint64_t bytes, uint64_t cap
     uint64_t total = gs_ledger_used(l);
     if (total > cap) {
         atomic_fetch_sub_explicit(&s->used, bytes, memory_order_seq_cst);
-        atomic_fetch_add_explicit(&s->ooms, 1, memory_order_relaxed);
         return GS_EBUSY;
     }
     uint64_t peak = atomic_load_explicit(&s->peak, memory_order_relaxed);

@@ -35,7 +35,8 @@ struct gs_ledger_slot {
     _Atomic uint64_t used;      /* device bytes this process holds, charged against the cap */
     _Atomic uint64_t peak;      /* highest value of used */
     _Atomic uint64_t allocs;    /* successful charged allocations */
-    _Atomic uint64_t ooms;      /* allocations refused by the cap */
+    _Atomic uint64_t ooms;      /* allocation requests refused by the cap (counted by the caller,
+                                   once per request, however often it tried to charge) */
     _Atomic uint64_t launches;  /* kernel launches seen (graphs count once) */
     _Atomic uint64_t ctx_ns;    /* CLOCK_REALTIME ns when this process first used CUDA, 0 = never */
 };
@@ -80,7 +81,9 @@ int gs_ledger_header_ok(const struct gs_ledger *l);
 
 /* Claims a slot for (pid, starttime); returns its index or a negative code when full. */
 int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime);
-/* Tries to charge bytes to slot under cap; 0 on success, GS_EBUSY when it would exceed. */
+/* Tries to charge bytes to slot under cap; 0 on success, GS_EBUSY when it would exceed.
+ * A failed charge counts nothing: a request may try again, and the caller
+ * counts a refused request once, in the slot's ooms. */
 int gs_ledger_charge(struct gs_ledger *l, int slot, uint64_t bytes, uint64_t cap);
 void gs_ledger_uncharge(struct gs_ledger *l, int slot, uint64_t bytes);
 /* Sum of used bytes over slots that have an owner. */

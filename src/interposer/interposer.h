@@ -76,7 +76,8 @@ static inline void gs_ensure_init(void)
         gs_init();
 }
 
-/* Memory accounting (memory.c). */
+/* Memory accounting (memory.c). A charge: 0, or -1 when the cap refuses it
+ * (then counted as one refused request of the caller's, and said once). */
 int gs_mem_charge(uint64_t bytes, const char *what);
 void gs_mem_uncharge(uint64_t bytes);
 int gs_slot(void);

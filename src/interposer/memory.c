@@ -88,8 +88,11 @@ static void note_activity(void)
         atomic_store_explicit(&gs_g.ledger->last_use_ns, t, memory_order_relaxed);
 }
 
-static void log_oom_once(uint64_t asked, const char *what)
+/* A request the cap refused: counted once in our slot (however often its
+ * charge was tried), and said once per process. */
+static void refused(int slot, uint64_t asked, const char *what)
 {
+    atomic_fetch_add_explicit(&gs_g.ledger->slots[slot].ooms, 1, memory_order_relaxed);
     if (atomic_exchange(&gs_g.oom_logged, 1))
         return;
     char a[32], c[32], u[32];
@@ -129,7 +132,7 @@ int gs_mem_charge(uint64_t bytes, const char *what)
         if (gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
             return 0;
     }
-    log_oom_once(bytes, what);
+    refused(s, bytes, what);
     return -1;
 }
 
@@ -312,7 +315,8 @@ uint64_t gs_mem_pools_refresh(void)
  * re-reads pools before saying no; a no is counted and logged like any refusal. */
 static int fits(uint64_t bytes, uint64_t asked, const char *what)
 {
-    if (gs_slot() < 0)
+    int s = gs_slot();
+    if (s < 0)
         return 0;
     if (gs_ledger_used(gs_g.ledger) + bytes <= gs_g.cap)
         return 1;
@@ -320,8 +324,7 @@ static int fits(uint64_t bytes, uint64_t asked, const char *what)
     (void)gs_mem_pools_refresh();
     if (gs_ledger_used(gs_g.ledger) + bytes <= gs_g.cap)
         return 1;
-    atomic_fetch_add(&gs_g.ledger->slots[gs_slot()].ooms, 1);
-    log_oom_once(asked, what);
+    refused(s, asked, what);
     return 0;
 }
 

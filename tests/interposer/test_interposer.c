@@ -337,6 +337,47 @@ static void wait_line(int fd)
         ;
 }
 
+/* A request the cap refuses is counted once in the ledger's refusals (ooms),
+ * however often its charge was tried: here the first try finds a dead
+ * process's bytes in the way, the reap frees them, and the second try still
+ * does not fit. */
+static void test_refusal_counted_once(void **st)
+{
+    (void)st;
+    struct slice s;
+    mkslice(&s, 256 * MiB);
+    int fd;
+    const char *args[] = {"direct", "refuse-after", "134217728", "201326592", NULL};
+    pid_t pid = spawn(&s, NULL, &fd, args); /* holds 128 MiB, then asks for 192 */
+    wait_line(fd);
+    struct gs_ledger *l = ledger(&s);
+    pid_t dead = fork(); /* a process that died holding 64 MiB */
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);
+    int slot = gs_ledger_claim(l, dead, 1);
+    assert_true(slot >= 0);
+    assert_int_equal(gs_ledger_charge(l, slot, 64 * MiB, 256 * MiB), 0);
+    uint64_t reaped = atomic_load(&l->reaped);
+    kill(pid, SIGUSR1);
+    char out[256];
+    ssize_t n, len = 0;
+    while ((n = read(fd, out + len, sizeof out - 1 - (size_t)len)) > 0)
+        len += n;
+    out[len] = '\0';
+    close(fd);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_int_equal(field(out, "asked rc="), 2);  /* CUDA_ERROR_OUT_OF_MEMORY */
+    assert_true(atomic_load(&l->reaped) > reaped); /* tried again after the reap */
+    uint64_t ooms = 0;
+    for (int i = 0; i < GS_LEDGER_SLOTS; i++)
+        ooms += atomic_load(&l->slots[i].ooms);
+    assert_int_equal(ooms, 1);
+    gs_ledger_close(l);
+}
+
 static void test_sigkill_cycles_leave_ledger_exact(void **st)
 {
     (void)st;
@@ -847,6 +888,7 @@ int main(void)
         cmocka_unit_test(test_wrappers_answer_every_way),
         cmocka_unit_test(test_every_path_charges_and_frees),
         cmocka_unit_test(test_every_path_refused_over_cap),
+        cmocka_unit_test(test_refusal_counted_once),
         cmocka_unit_test(test_threads_share_the_cap),
         cmocka_unit_test(test_processes_share_the_cap),
         cmocka_unit_test(test_fork_shares_the_cap),

@@ -303,6 +303,23 @@ static int hold(size_t bytes, int secs)
     return 0;
 }
 
+/* Holds `held` bytes, says so, waits for SIGUSR1 (the test changes the
+ * ledger meanwhile), then asks for `asked` more. */
+static int refuse_after(size_t held, size_t asked)
+{
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
+    CUdeviceptr p, q;
+    printf("held rc=%d\n", A.cuMemAlloc_v2(&p, held));
+    fflush(stdout);
+    int sig;
+    sigwait(&usr1, &sig);
+    printf("asked rc=%d\n", A.cuMemAlloc_v2(&q, asked));
+    return 0;
+}
+
 /* Allocate and free in a loop until killed. */
 static int churn(size_t chunk)
 {
@@ -459,6 +476,8 @@ int main(int argc, char **argv)
         return threads((int)strtol(argv[3], NULL, 10), parse_sz(argv[4]));
     if (!strcmp(s, "hold") && argc > 4)
         return hold(parse_sz(argv[3]), (int)strtol(argv[4], NULL, 10));
+    if (!strcmp(s, "refuse-after") && argc > 4)
+        return refuse_after(parse_sz(argv[3]), parse_sz(argv[4]));
     if (!strcmp(s, "churn") && argc > 3)
         return churn(parse_sz(argv[3]));
     if (!strcmp(s, "fork") && argc > 3)
