@@ -1,6 +1,6 @@
 /* The prime (a latency-critical slice on time-slicing, limits prime_us):
  * the GPU keeps the context that ran last, and switching back to ours costs
- * our next request (0.14 ms of a 1.5 ms request on the H200, session 8). So
+ * our next request (how much: docs/compute.md). So
  * a thread of ours learns our gaps between requests (compute.h,
  * gs_cc_prime_*) and, prime_us before the next is due, launches one empty
  * kernel of our own on a stream of our own: the switch then happens in the

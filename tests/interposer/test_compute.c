@@ -378,7 +378,7 @@ static void test_work_conserving(void **st)
     assert_true(pct(a, 1, 10 * SEC) > 97.0);
 }
 
-/* What the H200 showed (bench/h200_compute.py, first version): a PyTorch
+/* What the H200 showed (bench/shares.py, in its first version): a PyTorch
  * loop launches 4 GEMMs of 1.64 ms and synchronises, so work is committed
  * in 6.6 ms lumps at window ends. The debt must carry the whole excess. */
 static void test_lumpy_work_still_converges(void **st)
@@ -546,7 +546,7 @@ static void test_critical_yields(void **st)
  * critical one, with one kernel in flight, so it keeps far more than the
  * critical tenant's idle time. (The simulated GPU shares itself evenly
  * between queued work; on real time-slicing hardware the effect on the
- * critical tenant's latency must be measured: bench/h200_compute.py.) */
+ * critical tenant's latency must be measured: bench/latency.py.) */
 static void test_bound_mode_keeps_best_effort_running(void **st)
 {
     (void)st;

@@ -585,7 +585,7 @@ static void test_best_effort_yields_to_critical(void **st)
  * two requests); with the critical tenant idle for longer, on its own stream;
  * without green contexts, or when the green stream refuses a kernel, it falls
  * back to its own stream and says so. (What the SMs do is measured on the
- * H200: bench/green_ctx_probe.cu.) */
+ * H200: bench/archive/green_ctx_probe.cu.) */
 enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE };
 
 static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_state critical,
