@@ -13,10 +13,12 @@
  *
  * Locks of the launch path (and the rest of the interposer's):
  *   cc.lock      (here) the controller's decision: cc.self, the peer list
- *                (peers.c) and cc.draining. Held while a step decides,
- *                never across a sleep, a drain or a launch: the step's sleep
- *                and drain callbacks drop it while they wait, and take it
- *                back only once no drain is under way (relock).
+ *                (peers.c), cc.draining and cc.decisions. Held while a step
+ *                decides (and briefly to take a kernel's duration, and to
+ *                open the hot path), never across a sleep, a drain or a
+ *                launch: the step's sleep and drain callbacks drop it while
+ *                they wait, and take it back only once no drain is under
+ *                way (relock).
  *   ring.lock    (ring.c) the event ring: its bookkeeping and the event calls
  *                on it, never across a sleep, a spin or a launch.
  *   green.lock   (green.c) making the green context, and each record-and-wait
