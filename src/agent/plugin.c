@@ -262,8 +262,7 @@ static int load_slices(struct gs_plugin *p)
         return GS_OK;
     struct dirent *e;
     while ((e = readdir(d)))
-        if (!strncmp(e->d_name, SLICE_PREFIX, strlen(SLICE_PREFIX)) &&
-            gs_slice_id_valid(e->d_name, NULL) == GS_OK)
+        if (!strncmp(e->d_name, SLICE_PREFIX, strlen(SLICE_PREFIX)) && gs_slice_listed(e->d_name))
             load_one(p, e->d_name);
     closedir(d);
     return GS_OK;

@@ -25,7 +25,8 @@
 #define GS_SLICE_LEDGER "ledger" /* the tenant's shared usage record, 0666 (ledger.h) */
 #define GS_SLICE_ALLOC "alloc"   /* agent only: the kubelet device IDs the slice holds */
 #define GS_SLICE_LOG "log"       /* the interposer's once-per-process warnings */
-/* Directory names under the state root that are not slices. */
+/* Entries of the state root whose name starts with '_' or '.' are not slices
+ * (gs_slice_listed); the agent keeps its own files in GS_AGENT_DIR. */
 #define GS_AGENT_DIR "_agent"
 /* In GS_AGENT_DIR: the agent's facts about the node ("key = value" lines, read by
  * the doctor and the monitor) and the ld.so.preload file it mounts into tenants. */

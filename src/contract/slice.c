@@ -95,3 +95,8 @@ int gs_slice_remove(const char *root, const char *id, gs_error *err)
                             strerror(errno));
     return GS_OK;
 }
+
+int gs_slice_listed(const char *name)
+{
+    return name[0] != '_' && name[0] != '.' && gs_slice_id_valid(name, NULL) == GS_OK;
+}

@@ -21,6 +21,9 @@ struct gs_slice_paths {
 
 /* Checks an id is safe as a path component: [A-Za-z0-9._-], 1..100 chars, not "." or "..". */
 int gs_slice_id_valid(const char *id, gs_error *err);
+/* Is this entry of a state root a slice: a valid id not starting with '_' or '.'
+ * (the agent's own folder, GS_AGENT_DIR, is not)? Every reader lists slices with it. */
+int gs_slice_listed(const char *name);
 int gs_slice_paths(const char *root, const char *id, struct gs_slice_paths *out, gs_error *err);
 /* Creates root and <root>/<id>, writes limits (0444) and a fresh ledger (0666). */
 int gs_slice_prepare(const char *root, const char *id, const struct gs_limits *l,

@@ -247,7 +247,7 @@ void gs_tenants_check(struct gs_doctor *d)
         size_t n = 0;
         struct dirent *e;
         while ((e = readdir(dir)) != NULL && n < 1024)
-            if (gs_slice_id_valid(e->d_name, NULL) == 0 && (names[n] = strdup(e->d_name)) != NULL)
+            if (gs_slice_listed(e->d_name) && (names[n] = strdup(e->d_name)) != NULL)
                 n++;
         closedir(dir);
         for (size_t i = 0; i < n; i++) /* readdir order is not stable: sort */

@@ -74,7 +74,7 @@ static int collect(const char *root, struct row **out, int *n)
     *out = calloc((size_t)cap, sizeof **out);
     *n = 0;
     while (*out && (e = readdir(d))) {
-        if (e->d_name[0] == '.' || e->d_name[0] == '_' || gs_slice_id_valid(e->d_name, NULL) < 0)
+        if (!gs_slice_listed(e->d_name))
             continue;
         struct gs_slice_paths p;
         if (gs_slice_paths(root, e->d_name, &p, NULL) < 0)

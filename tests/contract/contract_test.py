@@ -115,6 +115,9 @@ def test_agent_to_doctor(pb):
             json.dumps(rep, indent=1)[-3000:] if rep else agent.tail())
         tap(not findings(rep, "kubelet.nvidia-plugin-present"),
             "fractional mode: no NVIDIA plugin reported", rep and [f["id"] for f in rep["findings"]])
+        tap(not findings(rep, "tenant.limits-unreadable"),
+            "the agent's own folder in the state root is not taken for a slice",
+            rep and [(f["id"], f["title"]) for f in rep["findings"]])
     finally:
         agent.stop()
     # The agent gone (SIGTERM removes its sockets): the doctor names each one.
