@@ -134,8 +134,28 @@ static void load_limits(void)
     char limits[320], ledger[320];
     int in_container;
     const char *dir = slice_dir(&in_container);
-    if (!dir)
-        return; /* no slice: pure pass-through */
+    if (!dir) {
+        const char *sid = getenv(GS_ENV_SLICE_ID);
+        if (!sid || !*sid)
+            return; /* no slice: pure pass-through */
+        /* Fail closed: gpuslice gave this process a slice (the agent's Allocate
+         * or `gpuslice run` set its id) but its limits are nowhere to be seen:
+         * the runtime dropped the agent's mounts. Running uncapped would break
+         * the promise made to the other tenants of this GPU. */
+        GS_LOGE("%s=%s is set but the slice's limits are not mounted at %s (nor %s given): "
+                "refusing GPU memory allocations. The container runtime did not apply the "
+                "device plugin's mounts; check the Pod's runtimeClassName and "
+                "`gpuslice doctor` on the node",
+                GS_ENV_SLICE_ID, sid, GS_CTR_LIMITS, GS_ENV_STATE_DIR);
+        snprintf(gs_g.source, sizeof gs_g.source, "%s (not mounted)", GS_CTR_LIMITS);
+        gs_g.enforce = 1;
+        gs_g.cap = 0;
+        void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED)
+            gs_g.ledger = m;
+        return;
+    }
     snprintf(limits, sizeof limits, "%s/" GS_SLICE_LIMITS, dir);
     snprintf(ledger, sizeof ledger, "%s/" GS_SLICE_LEDGER, dir);
     if (!in_container) {

@@ -174,6 +174,18 @@ static void test_passthrough_without_slice(void **st)
     }
 }
 
+/* The agent gave this container a slice (its id is in the environment) but
+ * the runtime dropped the slice's mounts: no memory, not an uncapped GPU. */
+static void test_slice_id_without_limits_fails_closed(void **st)
+{
+    (void)st;
+    const char *args[] = {"direct", "until-oom", "1048576", NULL};
+    const char *out = run(NULL, "GPUSLICE_SLICE_ID=gs-lost GPUSLICE_LOG_LEVEL=warn", args);
+    assert_int_equal(field(out, "allocated "), 0);
+    assert_int_equal(field(out, " rc="), 2); /* CUDA_ERROR_OUT_OF_MEMORY */
+    assert_non_null(strstr(out, "not mounted at /run/gpuslice/limits"));
+}
+
 static void test_cap_every_way(void **st)
 {
     (void)st;
@@ -877,6 +889,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_passthrough_without_slice),
+        cmocka_unit_test(test_slice_id_without_limits_fails_closed),
         cmocka_unit_test(test_pause_past_window_not_charged),
         cmocka_unit_test(test_shrink_moves_kernels_to_green_context),
         cmocka_unit_test(test_guard_from_limits),
