@@ -1,6 +1,7 @@
 #!/bin/sh
 # Quick start, command 2 (and CI): every test, three ways — a -Werror build,
-# an ASan+UBSan build, TSan over the threaded parts — plus the format check.
+# an ASan+UBSan build, TSan over the threaded parts — plus the format check and,
+# once, the node end to end in containers (docs/e2e.md).
 # Ends with one line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -34,5 +35,17 @@ if make -j"$J" WERROR=1 BUILD=build-tsan SAN=thread build-all >"$log.build" 2>&1
 else
     tail -n 60 "$log.build"; total_fail=$((total_fail + 1))
 fi
+echo "== end-to-end node: the image, the agent, tenant containers, monitor, doctor (podman)"
+log=$(mktemp)
+GS_SRC_DIR=$(pwd) GS_BUILD_DIR=$(pwd)/build /usr/bin/python3 tests/e2e/node_e2e.py >"$log" 2>&1
+rc=$?
+grep -v '^ok' "$log" || true
+p=$(grep -c '^ok' "$log"); f=$(grep -c '^not ok' "$log")
+if [ "$rc" = 77 ]; then
+    echo "end-to-end: skipped (needs root, podman, runc, mmdebstrap)"
+elif [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+    f=1
+fi
+total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" = 0 ]

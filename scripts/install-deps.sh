@@ -10,7 +10,8 @@ libmicrohttpd-dev libcjson-dev libyaml-dev libcurl4-openssl-dev"
 TEST_PKGS="clang-format protobuf-compiler libcmocka-dev
 python3 python3-grpcio python3-grpc-tools python3-protobuf python3-yaml
 golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-goprotobuf-dev
-openssl"
+openssl
+podman runc mmdebstrap prometheus"
 case "${1:-}" in
     --build) PKGS=$BUILD_PKGS ;;
     "") PKGS="$BUILD_PKGS $TEST_PKGS" ;;

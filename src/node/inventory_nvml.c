@@ -184,6 +184,8 @@ static void *watch(void *arg)
         if (r != NVML_SUCCESS)
             GS_LOGW("NVML cannot watch GPU %d for XID events (%s): its health is not watched", i,
                     nv_err(n, r));
+        else
+            GS_LOGI("watching GPU %d for XID events (mask 0x%llx)", i, want);
     }
     while (!atomic_load(&n->stop)) {
         nvmlEventData_t ev;

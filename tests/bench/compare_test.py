@@ -160,7 +160,9 @@ def check(d):
            '  *name,driver_version*) echo "stand-in GPU, 0.0, 700.00 W" ;;\n'
            '  *) while :; do echo "1980, 300"; sleep 0.05; done ;;\n'
            'esac')
-    old, new = tree(d, "old", 1), tree(d, "new", 2)
+    # New matmuls four times as slow: a contrast that host jitter under load (a sleep
+    # of 2 ms taking 3) cannot hide.
+    old, new = tree(d, "old", 2), tree(d, "new", 8)
     out, work = os.path.join(d, "out"), os.path.join(d, "work")
     env = dict(os.environ, PYTHONPATH=d, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), PYTHON=sys.executable)
     cmd = ["sh", os.path.join(SRC, "bench", "compare.sh"), "--old", old, "--new", new, "--out", out, "--work", work,
