@@ -128,34 +128,51 @@ void gs_ledger_close(struct gs_ledger *l)
         munmap(l, sizeof *l);
 }
 
+/* The owner word of a slot: pid in the low half, the claim number above. */
+static uint64_t owner_word(int32_t pid, uint32_t gen)
+{
+    return (uint64_t)gen << 32 | (uint32_t)pid;
+}
+
 int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime)
 {
+    if (pid <= 0)
+        return GS_EINVAL;
     for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
         struct gs_ledger_slot *s = &l->slots[i];
-        int32_t expect = 0;
-        if (atomic_load_explicit(&s->pid, memory_order_relaxed) != 0)
+        uint64_t cur = atomic_load_explicit(&s->owner, memory_order_relaxed);
+        if ((int32_t)(uint32_t)cur != 0)
             continue;
-        if (atomic_compare_exchange_strong(&s->pid, &expect, pid)) {
-            /* Raise the high-water mark before this slot is ever charged: a
-             * charger that reads the old mark charged before our claim, so
-             * our own check will see its bytes (docs/common.md). */
-            uint32_t h = atomic_load(&l->hwm);
-            while (h < (uint32_t)i + 1 &&
-                   !atomic_compare_exchange_weak(&l->hwm, &h, (uint32_t)i + 1))
-                ;
-            /* We own it now: clear what a dead owner left. Until this store
-             * the stale bytes still count, which only errs on the safe side. */
-            atomic_store(&s->used, 0);
-            atomic_store(&s->starttime, starttime);
-            atomic_store(&s->peak, 0);
-            atomic_store(&s->allocs, 0);
-            atomic_store(&s->ooms, 0);
-            atomic_store(&s->launches, 0);
-            atomic_store(&s->ctx_ns, 0);
-            return i;
-        }
+        uint32_t gen = (uint32_t)(cur >> 32) + 1;
+        /* Being claimed: no sum counts it, a reaper frees it only if -pid is gone. */
+        if (!atomic_compare_exchange_strong(&s->owner, &cur, owner_word(-pid, gen)))
+            continue;
+        /* Ours now: clear what a dead owner left (no sum counted it since its reap). */
+        atomic_store(&s->used, 0);
+        atomic_store(&s->starttime, starttime);
+        atomic_store(&s->peak, 0);
+        atomic_store(&s->allocs, 0);
+        atomic_store(&s->ooms, 0);
+        atomic_store(&s->launches, 0);
+        atomic_store(&s->ctx_ns, 0);
+        /* Raise the high-water mark before this slot is ever charged: a
+         * charger that reads the old mark charged before our claim, so
+         * our own check will see its bytes (docs/common.md). */
+        uint32_t h = atomic_load(&l->hwm);
+        while (h < (uint32_t)i + 1 && !atomic_compare_exchange_weak(&l->hwm, &h, (uint32_t)i + 1))
+            ;
+        /* Publish: a reaper that sees pid > 0 sees the start time above. */
+        atomic_store_explicit(&s->owner, owner_word(pid, gen), memory_order_seq_cst);
+        return i;
     }
     return GS_EBUSY;
+}
+
+void gs_ledger_release(struct gs_ledger *l, int slot)
+{
+    struct gs_ledger_slot *s = &l->slots[slot];
+    uint64_t cur = atomic_load(&s->owner);
+    atomic_store(&s->owner, cur & ~(uint64_t)UINT32_MAX);
 }
 
 uint64_t gs_ledger_used(const struct gs_ledger *l)
@@ -299,16 +316,18 @@ int gs_ledger_reap(struct gs_ledger *l, gs_ledger_alive_fn alive)
     int reaped = 0;
     for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
         struct gs_ledger_slot *s = &l->slots[i];
-        int32_t pid = atomic_load(&s->pid);
-        if (pid <= 0)
+        uint64_t cur = atomic_load_explicit(&s->owner, memory_order_acquire);
+        int32_t pid = (int32_t)(uint32_t)cur;
+        if (pid == 0 || pid == INT32_MIN)
             continue;
-        if (alive(pid, atomic_load(&s->starttime)))
+        /* Being claimed: no start time yet, so only "gone" or a zombie counts. */
+        if (pid < 0 ? alive(-pid, 0) : alive(pid, atomic_load(&s->starttime)))
             continue;
-        /* Only the pid is written: freeing the slot stops its bytes counting at
-         * once, and the next owner zeroes them. Writing `used` here could wipe
+        /* Only the owner word is written, and only if it still names the
+         * claim we judged: freeing the slot stops its bytes counting at once,
+         * and the next owner zeroes them. Writing `used` here could wipe
          * the charge of a process that claimed the slot meanwhile. */
-        int32_t expect = pid;
-        if (atomic_compare_exchange_strong(&s->pid, &expect, 0)) {
+        if (atomic_compare_exchange_strong(&s->owner, &cur, cur & ~(uint64_t)UINT32_MAX)) {
             reaped++;
             atomic_fetch_add(&l->reaped, 1);
         }

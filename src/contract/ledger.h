@@ -11,8 +11,20 @@
  *    never both pass the cap;
  *  - a process killed at any instant leaves only its slot, which a later
  *    process frees once the pid is gone (reaping sets pid to 0; only slots
- *    with an owner count; the next owner zeroes the counters after its
- *    claim). No lock is ever held, so none can be left held. */
+ *    with an owner count). No lock is ever held, so none can be left held;
+ *  - a claim never shows a reaper a half-made owner. It takes a free slot
+ *    by one CAS of the owner word from (0, gen) to (-pid, gen + 1): "being
+ *    claimed", which no sum counts. Only then does it zero the counters,
+ *    store its start time and raise hwm, and last it publishes pid (a
+ *    release store). A reaper reads the owner word (acquire), then the
+ *    start time: for a published owner that start time is the owner's own.
+ *    It frees a slot by a CAS of the whole word it read, (pid, gen) ->
+ *    (0, gen), so a slot claimed again meanwhile (a new gen, even by a
+ *    reused pid) is never freed. A claimer killed before publishing leaves
+ *    (-pid, gen): reaped when -pid is gone (kill/zombie only: no start
+ *    time to compare yet). Before this, a reaper between a claim's CAS and
+ *    its start-time store saw the new pid with the old owner's start time
+ *    and freed a live slot (4 in 20,000 claims; tests/contract/test_ledger.c). */
 #ifndef GS_LEDGER_H
 #define GS_LEDGER_H
 
@@ -29,8 +41,18 @@
 #define GS_LEDGER_REAP_INTERVAL_NS (50ull * 1000 * 1000)
 
 struct gs_ledger_slot {
-    _Atomic int32_t pid; /* owner, 0 = free */
-    uint32_t pad0;
+    /* Who owns the slot. pid: > 0 the owner, 0 free, < 0 being claimed by
+     * -pid (its counters and start time are not yet its own). gen counts
+     * the claims of this slot. Both change together, as one 64-bit word
+     * (owner, little-endian: pid in the low half), so a reaper that saw an
+     * owner frees that owner's claim and never a later one. */
+    union {
+        struct {
+            _Atomic int32_t pid;
+            _Atomic uint32_t gen; /* was padding (zero) before claims were numbered */
+        };
+        _Atomic uint64_t owner;
+    };
     _Atomic uint64_t starttime; /* owner's start time (clock ticks since boot), against pid reuse */
     _Atomic uint64_t used;      /* device bytes this process holds, charged against the cap */
     _Atomic uint64_t peak;      /* highest value of used */
@@ -81,6 +103,8 @@ int gs_ledger_header_ok(const struct gs_ledger *l);
 
 /* Claims a slot for (pid, starttime); returns its index or a negative code when full. */
 int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime);
+/* Gives a slot this process claimed back (pid 0, its claim number kept). */
+void gs_ledger_release(struct gs_ledger *l, int slot);
 /* Tries to charge bytes to slot under cap; 0 on success, GS_EBUSY when it would exceed.
  * A failed charge counts nothing: a request may try again, and the caller
  * counts a refused request once, in the slot's ooms. */

@@ -59,7 +59,7 @@ int gs_slot(void)
     int expect = -1;
     if (!atomic_compare_exchange_strong(&gs_g.slot, &expect, got)) {
         /* Another thread of ours claimed first: give ours back. */
-        atomic_store(&gs_g.ledger->slots[got].pid, 0);
+        gs_ledger_release(gs_g.ledger, got);
         return expect;
     }
     return got;

@@ -1,4 +1,6 @@
 /* The ledger's lock-free accounting and reaping, in one process. */
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -147,6 +149,88 @@ static void test_rejects_foreign_files(void **st)
     assert_int_equal(gs_ledger_open("/nonexistent/ledger", 1, &l, &err), GS_ENOENT);
 }
 
+/* The claim/reap race: claimers take slots with a fresh start time while a
+ * reaper runs in a tight loop; a live owner's slot must never be freed. The
+ * owners are played by threads with made-up pids, and alive() says which
+ * (pid, start time) pairs exist, so the race is the ledger's alone. */
+enum { CLAIMERS = 4, CLAIMS = 20000 };
+static _Atomic uint64_t live_start[CLAIMERS]; /* the start time of pid 1000+i, 0 = dead */
+static _Atomic int stop_reaping;
+static _Atomic long live_slots_freed;
+
+static int alive_registry(int32_t pid, uint64_t starttime)
+{
+    if (pid < 1000 || pid >= 1000 + CLAIMERS)
+        return 0;
+    uint64_t now = atomic_load(&live_start[pid - 1000]);
+    return now != 0 && (starttime == 0 || now == starttime);
+}
+
+struct claimer {
+    struct gs_ledger *l;
+    int idx;
+    int claims;
+};
+
+static void *claimer_main(void *p)
+{
+    struct claimer *c = p;
+    int32_t pid = 1000 + c->idx;
+    static _Atomic uint64_t clock_ticks = 1;
+    while (c->claims < CLAIMS / CLAIMERS) {
+        /* A new process with this pid (pid reuse: a new start time). */
+        atomic_store(&live_start[c->idx], atomic_fetch_add(&clock_ticks, 1));
+        int slot = gs_ledger_claim(c->l, pid, atomic_load(&live_start[c->idx]));
+        if (slot < 0) {
+            atomic_store(&live_start[c->idx], 0);
+            sched_yield(); /* every slot taken by the dead: the reaper frees them */
+            continue;
+        }
+        c->claims++;
+        for (int spin = 0; spin < 50; spin++)
+            if (atomic_load(&c->l->slots[slot].pid) != pid)
+                break;
+        if (atomic_load(&c->l->slots[slot].pid) != pid)
+            atomic_fetch_add(&live_slots_freed, 1);
+        /* The process dies holding its slot: the reaper's to free. */
+        atomic_store(&live_start[c->idx], 0);
+    }
+    return NULL;
+}
+
+static void *reaper_main(void *p)
+{
+    struct gs_ledger *l = p;
+    while (!atomic_load(&stop_reaping))
+        gs_ledger_reap(l, alive_registry);
+    return NULL;
+}
+
+static void test_claim_never_races_reap(void **st)
+{
+    (void)st;
+    struct gs_ledger *l;
+    assert_int_equal(gs_ledger_create(path, NULL), 0);
+    assert_int_equal(gs_ledger_open(path, 1, &l, NULL), 0);
+    pthread_t reaper, th[CLAIMERS];
+    struct claimer c[CLAIMERS];
+    assert_int_equal(pthread_create(&reaper, NULL, reaper_main, l), 0);
+    for (int i = 0; i < CLAIMERS; i++) {
+        c[i] = (struct claimer){.l = l, .idx = i};
+        assert_int_equal(pthread_create(&th[i], NULL, claimer_main, &c[i]), 0);
+    }
+    int claims = 0;
+    for (int i = 0; i < CLAIMERS; i++) {
+        pthread_join(th[i], NULL);
+        claims += c[i].claims;
+    }
+    atomic_store(&stop_reaping, 1);
+    pthread_join(reaper, NULL);
+    assert_int_equal(claims, CLAIMS);
+    assert_int_equal(atomic_load(&live_slots_freed), 0);
+    gs_ledger_close(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +239,7 @@ int main(void)
         cmocka_unit_test(test_live_process_is_never_reaped),
         cmocka_unit_test(test_rejects_foreign_files),
         cmocka_unit_test(test_summary_counts_once),
+        cmocka_unit_test(test_claim_never_races_reap),
     };
     return cmocka_run_group_tests_name("ledger", tests, setup, teardown);
 }
