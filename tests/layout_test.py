@@ -24,7 +24,7 @@ ALLOWED = {
     "agent": {"common", "contract", "node", "kubelet", "proto"},
     "run": {"common", "contract", "node"},
     "doctor": {"common", "contract", "node"},
-    "monitor": {"common", "contract", "kubelet"},
+    "monitor": {"common", "contract", "kubelet", "node"},
     "cli": {"common", "contract"} | VERBS,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -120,5 +120,11 @@
 #define GS_METRIC_OOM "gpuslice_slice_oom_total"
 #define GS_METRIC_LAUNCHES "gpuslice_slice_launches_total"
 #define GS_METRIC_CUDA_SEEN "gpuslice_slice_cuda_seen"
+/* The independent audit (node/audit.h). */
+#define GS_METRIC_AUDIT_UP "gpuslice_audit_up"
+#define GS_METRIC_AUDIT_BYTES "gpuslice_slice_gpu_memory_nvml_bytes"
+#define GS_METRIC_AUDIT_OVER "gpuslice_slice_over_cap"
+#define GS_METRIC_AUDIT_UNSLICED "gpuslice_unsliced_gpu_processes"
+#define GS_METRIC_AUDIT_UNSLICED_BYTES "gpuslice_unsliced_gpu_memory_bytes"
 
 #endif

@@ -23,6 +23,7 @@
 #include "node/mps.h"
 #include "common/quantity.h"
 #include "contract/slice.h"
+#include "node/audit.h"
 #include "doctor/doctor.h"
 #include "doctor/yamljson.h"
 
@@ -234,6 +235,64 @@ static void check_mps(struct gs_doctor *d, size_t n)
                    shown);
 }
 
+/* The independent audit (node/audit.h), on a live node only: NVML's per-process
+ * memory against each slice's cap, and GPU processes of no slice. */
+static void check_audit(struct gs_doctor *d)
+{
+    struct gs_audit_ctx ctx = {0};
+    struct gs_audit *a = calloc(1, sizeof *a);
+    if (!a)
+        return;
+    gs_audit_run(&ctx, d->state_dir, "/proc", a);
+    if (!a->available) {
+        struct gs_finding *f =
+            gs_report_add(d->rep, GS_SEV_INFO, "tenant.audit-unavailable",
+                          "the audit of real GPU memory per slice could not run");
+        gs_finding_evidence(f, "%s", a->why);
+        gs_finding_fix(f, "Run the doctor on the GPU node itself, as root in the host's pid "
+                          "namespace, with the NVIDIA driver's libnvidia-ml.so.1 present.");
+    }
+    for (int i = 0; a->available && i < a->nslice; i++) {
+        const struct gs_audit_slice *s = &a->slice[i];
+        if (!s->over)
+            continue;
+        char b[32], c[32];
+        gs_quantity_format_bytes(s->bytes, b, sizeof b);
+        gs_quantity_format_bytes(s->allowed, c, sizeof c);
+        struct gs_finding *f = gs_report_add(
+            d->rep, GS_SEV_ERROR, "tenant.audit-over-cap",
+            "slice %s holds %s on the GPU against %s allowed: its cap was not enforced", s->id, b,
+            c);
+        gs_finding_evidence(f, "NVML: %d process(es) of the slice (first pid %d), tied to it by %s",
+                            s->nproc, (int)s->pids[0],
+                            s->how == GS_AUDIT_MOUNT ? "their limits mount" : "their environment");
+        gs_finding_fix(f, "Something in that container bypasses the interposer (a statically "
+                          "linked program, a second copy of the driver, a tampered ledger). Find "
+                          "its Pod with `gpuslice monitor`; `gpuslice monitor --audit kill` stops "
+                          "such processes as soon as it sees them.");
+    }
+    if (a->available && a->nunsliced) {
+        struct gs_finding *f =
+            gs_report_add(d->rep, GS_SEV_WARN, "tenant.audit-unsliced",
+                          "%d process(es) use the GPU outside any gpuslice slice", a->nunsliced);
+        for (int i = 0; i < a->nunsliced && i < 8; i++) {
+            char b[32];
+            gs_quantity_format_bytes(a->unsliced[i].bytes, b, sizeof b);
+            gs_finding_evidence(f, "pid %d: %s on GPU %d", (int)a->unsliced[i].pid, b,
+                                a->unsliced[i].gpu);
+        }
+        gs_finding_fix(f, "A Pod given the GPU without a gpuslice resource (NVIDIA_VISIBLE_DEVICES"
+                          "=all in its image, or NVIDIA's device plugin beside ours), or a process "
+                          "on the host. `cat /proc/<pid>/cgroup` names its Pod; give it a slice or "
+                          "move it off this GPU.");
+    }
+    if (a->available && !a->over && !a->nunsliced)
+        gs_report_add(d->rep, GS_SEV_OK, "tenant.audit",
+                      "every GPU process belongs to a slice and holds no more than it may");
+    free(a);
+    gs_audit_close(&ctx);
+}
+
 void gs_tenants_check(struct gs_doctor *d)
 {
     struct totals t = {0};
@@ -267,6 +326,8 @@ void gs_tenants_check(struct gs_doctor *d)
     }
     if (t.mps)
         check_mps(d, t.mps);
+    if (!d->root[0])
+        check_audit(d);
     if (d->platform != GS_PLAT_JETSON)
         return;
     if (d->mem_total && t.memory + UNIFIED_RESERVE > d->mem_total) {

@@ -9,6 +9,9 @@
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <dirent.h>
 #include <getopt.h>
@@ -24,6 +27,7 @@
 #include "contract/slice.h"
 #include "monitor/dashboard.h"
 #include "kubelet/podres.h"
+#include "node/audit.h"
 
 int gs_cmd_monitor(int argc, char **argv);
 
@@ -35,7 +39,60 @@ struct row {
     int procs;
     char devices[512];
     char pod[128], ns[128], container[128]; /* from the kubelet's PodResources, if reachable */
+    const struct gs_audit_slice *audit;     /* what the driver says, when the audit runs */
 };
+
+/* The independent audit (node/audit.h): --audit auto runs it where NVML answers,
+ * kill also stops the processes of a slice over its cap. */
+enum audit_mode { AUDIT_OFF = 0, AUDIT_AUTO, AUDIT_KILL };
+struct audit_run {
+    enum audit_mode mode;
+    const char *proc;
+    struct gs_audit_ctx ctx;
+    struct gs_audit *last; /* heap: about 200 KiB */
+};
+
+/* Runs the audit, ties its slices to the rows, says what is wrong on stderr and,
+ * in kill mode, stops the processes of each slice over its cap. */
+static void audit_rows(struct audit_run *ar, const char *root, struct row *rows, int n)
+{
+    if (ar->mode == AUDIT_OFF)
+        return;
+    if (!ar->last && !(ar->last = calloc(1, sizeof *ar->last)))
+        return;
+    struct gs_audit *a = ar->last;
+    gs_audit_run(&ar->ctx, root, ar->proc, a);
+    if (!a->available)
+        return;
+    for (int i = 0; i < a->nslice; i++) {
+        const struct gs_audit_slice *s = &a->slice[i];
+        for (int k = 0; k < n; k++)
+            if (!strcmp(rows[k].id, s->id))
+                rows[k].audit = s;
+        if (!s->over)
+            continue;
+        char b[32], c[32];
+        gs_quantity_format_bytes(s->bytes, b, sizeof b);
+        gs_quantity_format_bytes(s->allowed, c, sizeof c);
+        fprintf(
+            stderr,
+            "gpuslice monitor: AUDIT: slice %s holds %s on the GPU (NVML, %d process(es)) "
+            "against %s allowed (its cap and one context each): the interposer was bypassed%s\n",
+            s->id, b, s->nproc, c, ar->mode == AUDIT_KILL ? "; stopping its processes" : "");
+        if (ar->mode == AUDIT_KILL)
+            for (int p = 0; p < s->nproc && p < GS_AUDIT_SLICE_PIDS; p++)
+                if (s->pids[p] > 1 && kill(s->pids[p], SIGKILL) != 0)
+                    fprintf(stderr, "gpuslice monitor: AUDIT: cannot stop pid %d: %s\n",
+                            (int)s->pids[p], strerror(errno));
+    }
+    for (int i = 0; i < a->nunsliced && i < 64; i++) {
+        char b[32];
+        gs_quantity_format_bytes(a->unsliced[i].bytes, b, sizeof b);
+        fprintf(stderr,
+                "gpuslice monitor: AUDIT: pid %d holds %s on GPU %d and belongs to no slice\n",
+                (int)a->unsliced[i].pid, b, a->unsliced[i].gpu);
+    }
+}
 
 static void read_alloc(const char *dir, struct row *r)
 {
@@ -207,7 +264,8 @@ static void add_limit_name(cJSON *o, const char *key, int value)
     cJSON_AddStringToObject(o, key, v ? v : "unknown");
 }
 
-static char *build_json(const struct row *rows, int n, const char *root)
+static char *build_json(const struct row *rows, int n, const char *root,
+                        const struct gs_audit *audit)
 {
     cJSON *top = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(top, "slices");
     cJSON_AddStringToObject(top, "state_root", root);
@@ -238,16 +296,43 @@ static char *build_json(const struct row *rows, int n, const char *root)
         cJSON_AddStringToObject(o, "pod", r->pod);
         cJSON_AddStringToObject(o, "namespace", r->ns);
         cJSON_AddStringToObject(o, "container", r->container);
+        if (r->audit) {
+            cJSON *au = cJSON_AddObjectToObject(o, "audit");
+            cJSON_AddNumberToObject(au, "gpu_memory_bytes", (double)r->audit->bytes);
+            cJSON_AddNumberToObject(au, "gpu_processes", r->audit->nproc);
+            cJSON_AddNumberToObject(au, "allowed_bytes", (double)r->audit->allowed);
+            cJSON_AddBoolToObject(au, "over_cap", r->audit->over);
+            cJSON_AddStringToObject(au, "tied_by",
+                                    r->audit->how == GS_AUDIT_ENV     ? "environment"
+                                    : r->audit->how == GS_AUDIT_MOUNT ? "mount"
+                                                                      : "none");
+        }
         cJSON_AddItemToArray(arr, o);
+    }
+    if (audit) {
+        cJSON *au = cJSON_AddObjectToObject(top, "audit");
+        cJSON_AddStringToObject(au, "state", audit->available ? "on" : "unavailable");
+        if (!audit->available)
+            cJSON_AddStringToObject(au, "why", audit->why);
+        cJSON_AddNumberToObject(au, "slices_over_cap", audit->over);
+        cJSON *un = cJSON_AddArrayToObject(au, "unsliced_processes");
+        for (int i = 0; i < audit->nunsliced && i < 64; i++) {
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddNumberToObject(p, "pid", audit->unsliced[i].pid);
+            cJSON_AddNumberToObject(p, "gpu", audit->unsliced[i].gpu);
+            cJSON_AddNumberToObject(p, "gpu_memory_bytes", (double)audit->unsliced[i].bytes);
+            cJSON_AddItemToArray(un, p);
+        }
     }
     char *s = cJSON_Print(top);
     cJSON_Delete(top);
     return s;
 }
 
-static void print_json(const struct row *rows, int n, const char *root)
+static void print_json(const struct row *rows, int n, const char *root,
+                       const struct gs_audit *audit)
 {
-    char *s = build_json(rows, n, root);
+    char *s = build_json(rows, n, root, audit);
     if (s)
         puts(s);
     free(s);
@@ -304,7 +389,60 @@ static unsigned long long metric_value(const struct row *r, size_t k)
     }
 }
 
-static char *build_metrics(const struct row *rows, int n)
+/* Appends printf output to buf (cap bytes, *len used); drops what does not fit. */
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (w > 0 && (size_t)w < cap - *len)
+        *len += (size_t)w;
+}
+
+static void audit_metrics(char *buf, size_t cap, size_t *len, const struct row *rows, int n,
+                          const struct gs_audit *a)
+{
+    put(buf, cap, len,
+        "# HELP " GS_METRIC_AUDIT_UP " 1 when the audit reads the driver's per-process view "
+        "(NVML).\n# TYPE " GS_METRIC_AUDIT_UP " gauge\n" GS_METRIC_AUDIT_UP " %d\n",
+        a && a->available);
+    if (!a || !a->available)
+        return;
+    put(buf, cap, len,
+        "# HELP " GS_METRIC_AUDIT_BYTES " Device memory the driver charges the slice's processes "
+        "(NVML, contexts included).\n# TYPE " GS_METRIC_AUDIT_BYTES " gauge\n"
+        "# HELP " GS_METRIC_AUDIT_OVER " 1 when the slice holds more than its cap and one context "
+        "per process: the interposer was bypassed.\n# TYPE " GS_METRIC_AUDIT_OVER " gauge\n");
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].audit)
+            continue;
+        char id[256], pod[256], ns[256];
+        label(id, sizeof id, rows[i].id);
+        label(pod, sizeof pod, rows[i].pod);
+        label(ns, sizeof ns, rows[i].ns);
+        put(buf, cap, len,
+            GS_METRIC_AUDIT_BYTES
+            "{slice=\"%s\",namespace=\"%s\",pod=\"%s\"} %llu\n" GS_METRIC_AUDIT_OVER
+            "{slice=\"%s\",namespace=\"%s\",pod=\"%s\"} %d\n",
+            id, ns, pod, (unsigned long long)rows[i].audit->bytes, id, ns, pod,
+            rows[i].audit->over);
+    }
+    uint64_t ub = 0;
+    for (int i = 0; i < a->nunsliced && i < 64; i++)
+        ub += a->unsliced[i].bytes;
+    put(buf, cap, len,
+        "# HELP " GS_METRIC_AUDIT_UNSLICED " GPU processes that belong to no slice on this node.\n"
+        "# TYPE " GS_METRIC_AUDIT_UNSLICED " gauge\n" GS_METRIC_AUDIT_UNSLICED " %d\n"
+        "# HELP " GS_METRIC_AUDIT_UNSLICED_BYTES " Device memory those processes hold.\n"
+        "# TYPE " GS_METRIC_AUDIT_UNSLICED_BYTES " gauge\n" GS_METRIC_AUDIT_UNSLICED_BYTES
+        " %llu\n",
+        a->nunsliced, (unsigned long long)ub);
+}
+
+static char *build_metrics(const struct row *rows, int n, const struct gs_audit *audit)
 {
     size_t cap = 4096 + (size_t)n * 4096, len = 0;
     char *buf = malloc(cap);
@@ -335,12 +473,15 @@ static char *build_metrics(const struct row *rows, int n)
                 len += (size_t)w;
         }
     }
+    audit_metrics(buf, cap, &len, rows, n, audit);
     return buf;
 }
 
 struct server {
     const char *root;
     const char *podres;
+    struct audit_run *audit;
+    pthread_mutex_t lock; /* the audit's state, between connections */
 };
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
@@ -362,21 +503,27 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     int bad = collect(srv->root, &rows, &n) < 0;
     if (!bad)
         join_pods(rows, n, srv->podres);
+    struct server *s = (struct server *)srv;
+    pthread_mutex_lock(&s->lock);
+    if (!bad)
+        audit_rows(s->audit, srv->root, rows, n);
+    const struct gs_audit *audit = s->audit->mode != AUDIT_OFF ? s->audit->last : NULL;
     if (bad) {
         code = MHD_HTTP_SERVICE_UNAVAILABLE;
         body = strdup("state root not readable; see the monitor's log\n");
     } else if (!strcmp(url, "/metrics")) {
-        body = build_metrics(rows, n);
+        body = build_metrics(rows, n, audit);
     } else if (!strcmp(url, "/")) {
         body = strdup(gs_dashboard_html);
         type = "text/html; charset=utf-8";
     } else if (!strcmp(url, "/api/slices")) {
-        body = build_json(rows, n, srv->root);
+        body = build_json(rows, n, srv->root, audit);
         type = "application/json";
     } else {
         code = MHD_HTTP_NOT_FOUND;
         body = strdup("not found: try /metrics or /api/slices\n");
     }
+    pthread_mutex_unlock(&s->lock);
     free(rows);
     if (!body)
         return MHD_NO;
@@ -396,7 +543,8 @@ static void on_signal(int sig)
 }
 
 /* --listen HOST:PORT (":PORT" = all addresses; port 0 = any free one, printed). */
-static int serve(const char *listen_on, const char *root, const char *podres)
+static int serve(const char *listen_on, const char *root, const char *podres,
+                 struct audit_run *audit)
 {
     char host[64] = "127.0.0.1";
     const char *colon = strrchr(listen_on, ':');
@@ -423,7 +571,8 @@ static int serve(const char *listen_on, const char *root, const char *podres)
         return 2;
     }
     sa.sin_port = htons((uint16_t)port);
-    struct server srv = {.root = root, .podres = podres};
+    struct server srv = {.root = root, .podres = podres, .audit = audit};
+    pthread_mutex_init(&srv.lock, NULL);
     struct MHD_Daemon *d =
         MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, answer, &srv,
                          MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
@@ -453,17 +602,34 @@ int gs_cmd_monitor(int argc, char **argv)
                                          {"interval", required_argument, 0, 'i'},
                                          {"listen", required_argument, 0, 'l'},
                                          {"pod-resources-socket", required_argument, 0, 'p'},
+                                         {"audit", required_argument, 0, 'a'},
+                                         {"proc", required_argument, 0, 'P'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *root = GS_STATE_ROOT_DEFAULT;
     int json = 0, once = 0, c;
     const char *listen_on = NULL;
     const char *podres = GS_PODRES_SOCKET_DEFAULT;
+    struct audit_run ar = {.mode = AUDIT_AUTO, .proc = "/proc"};
     long interval = 2;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "r:j1i:l:p:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:j1i:l:p:a:P:h", opts, NULL)) != -1) {
         switch (c) {
         case 'p': podres = optarg; break;
+        case 'a':
+            if (!strcmp(optarg, "off"))
+                ar.mode = AUDIT_OFF;
+            else if (!strcmp(optarg, "auto"))
+                ar.mode = AUDIT_AUTO;
+            else if (!strcmp(optarg, "kill"))
+                ar.mode = AUDIT_KILL;
+            else {
+                fprintf(stderr, "gpuslice monitor: --audit '%s' must be auto, off or kill\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'P': ar.proc = optarg; break;
         case 'l': listen_on = optarg; break;
         case 'r': root = optarg; break;
         case 'j': json = 1; break;
@@ -484,13 +650,17 @@ int gs_cmd_monitor(int argc, char **argv)
                    "Shows each slice on this node: its limits and what its processes use.\n"
                    "--listen serves a dashboard at /, Prometheus /metrics and JSON /api/slices "
                    "instead.\n"
-                   "Pods come from the kubelet's PodResources socket (\"\" = do not ask).\n");
+                   "Pods come from the kubelet's PodResources socket (\"\" = do not ask).\n"
+                   "--audit auto|off|kill: compare each slice's cap with what the driver says\n"
+                   "its processes hold (NVML; needs the host's pid namespace). auto (default)\n"
+                   "reports, kill also stops the processes of a slice over its cap.\n"
+                   "--proc DIR: where the host's /proc is (default /proc).\n");
             return 0;
         default: return 2;
         }
     }
     if (listen_on)
-        return serve(listen_on, root, podres);
+        return serve(listen_on, root, podres, &ar);
     for (;;) {
         struct row *rows = NULL;
         int n = 0;
@@ -499,8 +669,9 @@ int gs_cmd_monitor(int argc, char **argv)
             return 1;
         }
         join_pods(rows, n, podres);
+        audit_rows(&ar, root, rows, n);
         if (json)
-            print_json(rows, n, root);
+            print_json(rows, n, root, ar.mode != AUDIT_OFF ? ar.last : NULL);
         else {
             if (!once)
                 printf("\033[H\033[2J");

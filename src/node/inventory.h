@@ -76,6 +76,16 @@ int gs_inventory_sim_probe(struct gs_inventory *inv, const struct gs_inventory_o
 int gs_inventory_tegra_present(const char *root);
 /* NVML health: a thread waits for XID events until stop is set. */
 int gs_inventory_nvml_watch_start(struct gs_inventory *inv, gs_error *err);
+/* One process on a GPU, as the driver sees it (NVML, the host's pid). */
+struct gs_gpu_proc {
+    int32_t pid;
+    int gpu;
+    uint64_t bytes; /* device memory the driver charges the process, its context included */
+};
+#define GS_GPU_PROCS_MAX 256
+/* The processes on GPU gpu (NVML backend only): how many were written to out. */
+int gs_inventory_nvml_procs(struct gs_inventory *inv, int gpu, struct gs_gpu_proc *out, int max,
+                            gs_error *err);
 void gs_inventory_nvml_watch_stop(struct gs_inventory *inv);
 
 /* Reads root+path into buf (NUL-terminated, at most len-1 bytes); returns the

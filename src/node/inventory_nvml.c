@@ -25,7 +25,8 @@ struct gs_nvml {
     nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
     nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
     nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
-    nvmlReturn_t (*minor)(nvmlDevice_t, unsigned int *); /* optional */
+    nvmlReturn_t (*minor)(nvmlDevice_t, unsigned int *);                      /* optional */
+    nvmlReturn_t (*procs)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *); /* optional */
     nvmlReturn_t (*ev_create)(nvmlEventSet_t *);
     nvmlReturn_t (*ev_free)(nvmlEventSet_t);
     nvmlReturn_t (*ev_supported)(nvmlDevice_t, unsigned long long *); /* optional */
@@ -66,6 +67,7 @@ static int load(struct gs_nvml *n, const char *lib, gs_error *err)
     SYM(name, "nvmlDeviceGetName", 1);
     SYM(memory, "nvmlDeviceGetMemoryInfo", 1);
     SYM(minor, "nvmlDeviceGetMinorNumber", 0);
+    SYM(procs, "nvmlDeviceGetComputeRunningProcesses_v3", 0);
     SYM(ev_create, "nvmlEventSetCreate", 0);
     SYM(ev_free, "nvmlEventSetFree", 0);
     SYM(ev_supported, "nvmlDeviceGetSupportedEventTypes", 0);
@@ -250,4 +252,29 @@ void gs_inventory_nvml_watch_stop(struct gs_inventory *inv)
     dlclose(n->lib);
     free(n);
     inv->nvml = NULL;
+}
+
+int gs_inventory_nvml_procs(struct gs_inventory *inv, int gpu, struct gs_gpu_proc *out, int max,
+                            gs_error *err)
+{
+    struct gs_nvml *n = inv->nvml;
+    if (!n || gpu < 0 || gpu >= inv->ngpu)
+        return gs_error_set(err, GS_ENOTSUP, "no NVML GPU %d to ask for its processes", gpu);
+    if (!n->procs)
+        return gs_error_set(err, GS_ENOTSUP,
+                            "this NVML lacks nvmlDeviceGetComputeRunningProcesses_v3 (a driver "
+                            "older than R510?): per-process GPU memory cannot be read");
+    nvmlProcessInfo_t info[GS_GPU_PROCS_MAX];
+    unsigned int count = GS_GPU_PROCS_MAX;
+    nvmlReturn_t r = n->procs(n->dev[gpu], &count, info);
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE)
+        count = GS_GPU_PROCS_MAX; /* the first GS_GPU_PROCS_MAX are filled in */
+    else if (r != NVML_SUCCESS)
+        return gs_error_set(err, GS_EIO, "NVML cannot list GPU %d's processes: %s", gpu,
+                            nv_err(n, r));
+    int k = 0;
+    for (unsigned i = 0; i < count && k < max; i++)
+        out[k++] = (struct gs_gpu_proc){
+            .pid = (int32_t)info[i].pid, .gpu = gpu, .bytes = info[i].usedGpuMemory};
+    return k;
 }
