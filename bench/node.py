@@ -83,7 +83,9 @@ def namespace_script(c, cmd):
     return "\n".join(lines)
 
 
-def start_tenant(c, cmd, mode, lib, logf, stdin=None):
+def start_tenant(c, cmd, mode, lib, logf, stdin=None, preload=True):
+    if not preload:  # the container's mounts without /etc/ld.so.preload: no interposer
+        c = dict(c, mounts=[m for m in c["mounts"] if m["container_path"] != "/etc/ld.so.preload"])
     if mode == "namespace":
         argv = ["unshare", "-m", "--propagation", "private", "sh", "-c", namespace_script(c, cmd)]
         env = dict(os.environ)
@@ -91,7 +93,9 @@ def start_tenant(c, cmd, mode, lib, logf, stdin=None):
         sdir = os.path.dirname(next(m["host_path"] for m in c["mounts"]
                                     if m["container_path"] == "/run/gpuslice/limits"))
         argv = cmd
-        env = dict(os.environ, LD_PRELOAD=lib, GPUSLICE_STATE_DIR=sdir, **c["envs"])
+        env = dict(os.environ, GPUSLICE_STATE_DIR=sdir, **c["envs"])
+        if preload:
+            env["LD_PRELOAD"] = lib
         env.pop("NVIDIA_VISIBLE_DEVICES", None)
     return subprocess.Popen(argv, env=env, stdin=stdin, stdout=subprocess.PIPE, stderr=logf, text=True)
 
@@ -109,6 +113,38 @@ def nvml_procs():
     return out
 
 
+def audit_view(args, state, podres, env, *extra):
+    m = subprocess.run([args.gpuslice, "monitor", "--json", "--state-root", state,
+                        "--pod-resources-socket", podres, *extra], capture_output=True, text=True, env=env)
+    data = json.loads(m.stdout) if m.returncode == 0 and m.stdout.startswith("{") else {}
+    return {"top": data.get("audit"), "log": [line for line in m.stderr.splitlines() if "AUDIT" in line],
+            "slices": {s.get("pod"): s.get("audit") for s in data.get("slices", [])}}
+
+
+def rogue(args, answers, mode, state, podres, env, tlog, result):
+    """Two tenants in 2 GiB slices that try to hold 6 GiB; the audit before and after kill."""
+    prog = os.path.join(HERE, "rogue.py")
+    r1 = start_tenant(answers["rogue-ledger"], [sys.executable, prog, "--mode", "ledger", "--mib", "6144"],
+                      mode, args.lib, tlog, stdin=subprocess.PIPE)
+    r2 = start_tenant(answers["rogue-bypass"], [sys.executable, prog, "--mode", "plain", "--mib", "6144"],
+                      mode, args.lib, tlog, stdin=subprocess.PIPE, preload=False)
+    result["rogue-ledger"] = json.loads(r1.stdout.readline() or "{}")
+    result["rogue-bypass"] = json.loads(r2.stdout.readline() or "{}")
+    log("rogue-ledger: %s" % json.dumps(result["rogue-ledger"]))
+    log("rogue-bypass: %s" % json.dumps(result["rogue-bypass"]))
+    result["nvml_with_rogues"] = {str(k): v for k, v in nvml_procs().items()}
+    result["audit"] = audit_view(args, state, podres, env)
+    log("audit: %s" % json.dumps(result["audit"])[:2000])
+    result["audit_kill"] = audit_view(args, state, podres, env, "--audit", "kill")
+    time.sleep(1)
+    result["rogues_alive_after_kill"] = {"rogue-ledger": r1.poll() is None, "rogue-bypass": r2.poll() is None}
+    log("after --audit kill: %s" % json.dumps(result["rogues_alive_after_kill"]))
+    for r in (r1, r2):
+        if r.poll() is None:
+            r.stdin.close()
+            r.wait(timeout=30)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gpuslice", required=True, help="the full build's gpuslice (agent, monitor)")
@@ -118,6 +154,10 @@ def main():
     ap.add_argument("--backend", default="nvml", help="the agent's backend (default nvml)")
     ap.add_argument("--units", default="16,16,4", help="memory units (256 MiB) of model-a, model-b, cpu-only")
     ap.add_argument("--work", type=int, default=300, help="model-b's matmul rounds")
+    ap.add_argument("--rogue", action="store_true",
+                    help="also two tenants that try to exceed a 2 GiB slice (bench/rogue.py): one "
+                         "writes its ledger, one runs without the interposer; the audit's view "
+                         "of each, then --audit kill")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -134,6 +174,8 @@ def main():
     spec = ("model-a:gpuslice.io/gpu-memory=%d,gpuslice.io/gpu-compute=30;"
             "model-b:gpuslice.io/gpu-memory=%d,gpuslice.io/gpu-compute=70;"
             "cpu-only:gpuslice.io/gpu-memory=%d" % (ua, ub, uc))
+    if args.rogue:
+        spec += ";rogue-ledger:gpuslice.io/gpu-memory=8;rogue-bypass:gpuslice.io/gpu-memory=8"
     peer_log = open(os.path.join(args.out, "peer.log"), "w")
     agent_log = open(os.path.join(args.out, "agent.log"), "w")
     peer = subprocess.Popen([args.peer, "-dir", dp_dir, "-podres", podres, "-want", "3",
@@ -201,6 +243,8 @@ def main():
         log("monitor: %s" % json.dumps(result["monitor"])[:1500])
         a.stdin.close()
         a.wait()
+        if args.rogue:
+            rogue(args, answers, mode, state, podres, env, tlog, result)
     finally:
         for p in created:
             if os.path.isdir(p):
