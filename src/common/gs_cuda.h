@@ -1,8 +1,8 @@
 /* Our own declarations of the CUDA driver API subset gpuslice uses.
  *
  * Why: the interposer and the agent must build on any machine, without the CUDA
- * toolkit (STYLE.md habit 6). Names, values and layouts follow cuda.h 13.0;
- * tests/cuda_decls/ checks them against the real header where
+ * toolkit, and the interposer is loaded into applications whatever they link. Names, values and
+ * layouts follow cuda.h 13.0; tests/cuda_decls/ checks them against the real header where
  * /usr/local/cuda/include/cuda.h exists. Never include this together with cuda.h. */
 #ifndef GS_CUDA_H
 #define GS_CUDA_H

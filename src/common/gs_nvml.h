@@ -1,7 +1,8 @@
-/* Our own declarations of the NVML subset gpuslice uses (STYLE.md habit 6),
- * from specs/cuda-interposition.md §5 (nvml.h API version 13). NVML is loaded
- * with dlopen (agent) or interposed (libgpuslice.so), so no driver or toolkit
- * is needed to build; the fake NVML in tests/fake implements the same subset.
+/* Our own declarations of the NVML subset gpuslice uses, following nvml.h's
+ * API version 13 (the _v2/_v3 entry points NVIDIA's header maps the plain
+ * names to). NVML is loaded with dlopen (agent, monitor, doctor) or interposed
+ * (libgpuslice.so), so no driver or toolkit is needed to build; the simulated
+ * NVML in src/sim implements the same subset.
  * Never include together with the real nvml.h. */
 #ifndef GS_NVML_H
 #define GS_NVML_H
