@@ -108,6 +108,11 @@
 #define GS_ENV_MPS_PIPE_DIR "CUDA_MPS_PIPE_DIRECTORY"
 #define GS_ENV_NVIDIA_VISIBLE "NVIDIA_VISIBLE_DEVICES"
 
+/* ---- JSON outputs (monitor --json and /api/slices, doctor --json) ------------- */
+
+/* Bumped when a field changes meaning or goes; new fields do not bump it. */
+#define GS_JSON_SCHEMA_VERSION 1
+
 /* ---- Metric names (the monitor's /metrics; deploy/'s rules and dashboards) ---- */
 
 #define GS_METRIC_SLICES "gpuslice_slices"

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -185,6 +186,12 @@ static int print_json(const struct gs_report *r, const struct gs_doctor *d, int 
 {
     cJSON *o = cJSON_CreateObject();
     int ok = o != NULL;
+    char now[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    ok = ok && cJSON_AddNumberToObject(o, "schema_version", GS_JSON_SCHEMA_VERSION);
+    ok = ok && cJSON_AddStringToObject(o, "generated_at", now);
     ok = ok && cJSON_AddStringToObject(o, "node", d->node);
     ok = ok && cJSON_AddStringToObject(o, "root", d->root[0] ? d->root : "/");
     ok = ok && cJSON_AddBoolToObject(o, "healthy", healthy);

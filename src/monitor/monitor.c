@@ -267,7 +267,20 @@ static void add_limit_name(cJSON *o, const char *key, int value)
 static char *build_json(const struct row *rows, int n, const char *root,
                         const struct gs_audit *audit)
 {
-    cJSON *top = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(top, "slices");
+    cJSON *top = cJSON_CreateObject();
+    char now[32], node[256] = "";
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    const char *nn = getenv("NODE_NAME"); /* the DaemonSet's downward API, else the host name */
+    if (nn && *nn)
+        snprintf(node, sizeof node, "%s", nn);
+    else if (gethostname(node, sizeof node - 1) != 0)
+        snprintf(node, sizeof node, "unknown");
+    cJSON_AddNumberToObject(top, "schema_version", GS_JSON_SCHEMA_VERSION);
+    cJSON_AddStringToObject(top, "generated_at", now);
+    cJSON_AddStringToObject(top, "node", node);
+    cJSON *arr = cJSON_AddArrayToObject(top, "slices");
     cJSON_AddStringToObject(top, "state_root", root);
     for (int i = 0; i < n; i++) {
         const struct row *r = &rows[i];
@@ -493,8 +506,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     (void)upload_len;
     (void)state;
     const struct server *srv = cls;
-    if (strcmp(method, "GET") != 0)
-        return MHD_NO;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        /* libmicrohttpd leaves the body out of a HEAD answer itself. */
+        static const char msg[] = "only GET and HEAD\n";
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(r, "Allow", "GET, HEAD");
+        enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
     struct row *rows = NULL;
     int n = 0;
     char *body = NULL;

@@ -68,7 +68,7 @@ if mport:
     missing = [w for w in want if w not in body.splitlines()]
     ok(not missing, "/metrics has the slice's gauges and counters in Prometheus text format", missing or body[:400])
     types = re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M)
-    ok(len(types) == 10 and all(t in ("gauge", "counter") for _, t in types) and
+    ok(len(types) == 11 and all(t in ("gauge", "counter") for _, t in types) and
        all(n.endswith("_total") == (t == "counter") for n, t in types),
        "every metric has HELP/TYPE; counters end in _total", types)
     api = json.loads(urllib.request.urlopen(base + "/api/slices", timeout=5).read())
@@ -83,6 +83,19 @@ if mport:
     except urllib.error.HTTPError as e:
         code = e.code
     ok(code == 404, "unknown paths are 404", code)
+    head = urllib.request.urlopen(urllib.request.Request(base + "/metrics", method="HEAD"), timeout=5)
+    ok(head.status == 200 and head.read() == b"" and head.headers.get("Content-Type", "").startswith("text/plain"),
+       "HEAD answers with the headers and no body", head.status)
+    try:
+        urllib.request.urlopen(urllib.request.Request(base + "/metrics", data=b"x", method="POST"), timeout=5)
+        code, allow = 200, ""
+    except urllib.error.HTTPError as e:
+        code, allow = e.code, e.headers.get("Allow", "")
+    ok(code == 405 and allow == "GET, HEAD", "other methods are 405 Method Not Allowed, with Allow", (code, allow))
+    ok(api.get("schema_version") == 1 and api.get("node") and
+       re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", api.get("generated_at", "")),
+       "the JSON says its schema version, when it was made and on which node",
+       {k: api.get(k) for k in ("schema_version", "generated_at", "node")})
 srv.terminate()
 srv.wait(timeout=5)
 ok(srv.returncode == 0, "SIGTERM stops the server cleanly", srv.returncode)
