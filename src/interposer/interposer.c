@@ -222,16 +222,28 @@ static void at_fork_child(void)
     gs_prime_after_fork();
 }
 
+/* How many slots a tracking table may grow to: `slots`, or fewer where the
+ * test-only GPUSLICE_TEST_TABLE_SLOTS says so (it can only lower the bound:
+ * a smaller table refuses sooner, it never lets an allocation go uncounted). */
+static size_t table_slots(size_t slots)
+{
+    const char *v = getenv("GPUSLICE_TEST_TABLE_SLOTS");
+    char *end;
+    unsigned long long n = v && *v ? strtoull(v, &end, 10) : 0;
+    return n && !*end && n < slots ? (size_t)n : slots;
+}
+
 static void do_init(void)
 {
     in_init = 1;
     gs_log_init("interposer");
     load_limits();
     resolve_real();
-    size_t cap = 1u << 20;
-    if (gs_ptrmap_init(&gs_g.allocs, cap) || gs_ptrmap_init(&gs_g.vmm, 1u << 16) ||
-        gs_ptrmap_init(&gs_g.maps, 1u << 18) || gs_ptrmap_init(&gs_g.arrays, 1u << 16) ||
-        gs_ptrmap_init(&gs_g.host, 1u << 16)) {
+    if (gs_ptrmap_init(&gs_g.allocs, table_slots(1u << 24)) ||
+        gs_ptrmap_init(&gs_g.vmm, table_slots(1u << 20)) ||
+        gs_ptrmap_init(&gs_g.maps, table_slots(1u << 20)) ||
+        gs_ptrmap_init(&gs_g.arrays, table_slots(1u << 22)) ||
+        gs_ptrmap_init(&gs_g.host, table_slots(1u << 20))) {
         GS_LOGE("cannot map the interposer's tables: %s; running without a slice", strerror(errno));
         gs_g.enforce = 0;
     }

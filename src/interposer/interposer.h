@@ -44,7 +44,8 @@ struct gs_state {
     int ledger_shared;
     _Atomic int slot; /* our slot in the ledger, -1 until claimed */
     _Atomic int oom_logged;
-    _Atomic int integrated; /* -1 unknown, 0 discrete, 1 unified memory */
+    _Atomic int table_logged; /* bit per tracking table: said full (once per process) */
+    _Atomic int integrated;   /* -1 unknown, 0 discrete, 1 unified memory */
     void *libcuda;
     struct gs_real real;
     void *real_addr[GS_HOOK_COUNT]; /* the same pointers, untyped, for address matching */

@@ -136,6 +136,27 @@ int gs_mem_charge(uint64_t bytes, const char *what)
     return -1;
 }
 
+/* An allocation the driver made but a full table cannot record: it could
+ * never be uncharged, and letting it go uncounted would pass the cap. The
+ * caller has given it back to the driver; we return its charge, count one
+ * refused request and say so once per process. */
+enum { T_ALLOCS, T_VMM, T_MAPS, T_ARRAYS, T_HOST };
+static CUresult table_full(int table, const char *what, uint64_t bytes)
+{
+    static const char *const names[] = {"device allocations", "memory handles", "mappings",
+                                        "arrays", "pinned host memory"};
+    gs_mem_uncharge(bytes);
+    int s = atomic_load_explicit(&gs_g.slot, memory_order_acquire);
+    if (s >= 0)
+        atomic_fetch_add_explicit(&gs_g.ledger->slots[s].ooms, 1, memory_order_relaxed);
+    if (!(atomic_fetch_or(&gs_g.table_logged, 1 << table) & 1 << table))
+        GS_LOGW("the interposer's table of %s is full: %s is refused with "
+                "CUDA_ERROR_OUT_OF_MEMORY, as are others while it stays full (an allocation it "
+                "cannot record could never be uncharged; logged once per process and table)",
+                names[table], what);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 void gs_mem_uncharge(uint64_t bytes)
 {
     int s = atomic_load_explicit(&gs_g.slot, memory_order_acquire);
@@ -149,11 +170,12 @@ void gs_mem_after_fork(void)
      * the parent's slot: it claims its own on first use, with empty tables. */
     atomic_store(&gs_g.slot, -1);
     atomic_store(&gs_g.oom_logged, 0);
+    atomic_store(&gs_g.table_logged, 0);
     if (!gs_g.enforce)
         return;
     struct gs_ptrmap *maps[] = {&gs_g.allocs, &gs_g.vmm, &gs_g.maps, &gs_g.arrays, &gs_g.host};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) {
-        size_t cap = maps[i]->big.mask + 1;
+        size_t cap = maps[i]->capacity;
         gs_ptrmap_free(maps[i]);
         gs_ptrmap_init(maps[i], cap);
     }
@@ -165,27 +187,6 @@ void gs_mem_after_fork(void)
 
 /* ---- plain, managed and stream-ordered allocations ---------------------- */
 
-static CUresult charged_alloc(CUresult (*fn)(void *ctx), void *ctx, CUdeviceptr *dptr,
-                              uint64_t bytes, const char *what)
-{
-    uint64_t c = charge_size(bytes);
-    if (gs_mem_charge(c, what) < 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult rc = fn(ctx);
-    if (rc != CUDA_SUCCESS || !dptr) {
-        gs_mem_uncharge(c);
-        return rc;
-    }
-    gs_note_use();
-    if (gs_ptrmap_put(&gs_g.allocs, *dptr, c) < 0) {
-        /* Cannot remember it, so cannot uncharge it later: give it back now
-         * rather than leak the charge forever. */
-        gs_mem_uncharge(c);
-        GS_LOGW("allocation table full; allocation at %#llx is not counted", *dptr);
-    }
-    return rc;
-}
-
 struct alloc_args {
     CUdeviceptr *dptr;
     size_t bytes;
@@ -196,9 +197,8 @@ struct alloc_args {
 
 enum { A_PLAIN, A_MANAGED, A_ASYNC, A_ASYNC_PTSZ };
 
-static CUresult do_alloc(void *p)
+static CUresult do_alloc(const struct alloc_args *a)
 {
-    struct alloc_args *a = p;
     switch (a->which) {
     case A_PLAIN: return CALL_REAL(cuMemAlloc_v2, (a->dptr, a->bytes));
     case A_MANAGED: return CALL_REAL(cuMemAllocManaged, (a->dptr, a->bytes, a->flags));
@@ -208,12 +208,40 @@ static CUresult do_alloc(void *p)
     return CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Gives an allocation of do_alloc's back to the driver. */
+static void undo_alloc(const struct alloc_args *a)
+{
+    switch (a->which) {
+    case A_ASYNC: CALL_REAL(cuMemFreeAsync, (*a->dptr, a->stream)); break;
+    case A_ASYNC_PTSZ: CALL_REAL(cuMemFreeAsync_ptsz, (*a->dptr, a->stream)); break;
+    default: CALL_REAL(cuMemFree_v2, (*a->dptr)); break;
+    }
+}
+
+static CUresult charged_alloc(const struct alloc_args *a, const char *what)
+{
+    uint64_t c = charge_size(a->bytes);
+    if (gs_mem_charge(c, what) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = do_alloc(a);
+    if (rc != CUDA_SUCCESS || !a->dptr) {
+        gs_mem_uncharge(c);
+        return rc;
+    }
+    gs_note_use();
+    if (gs_ptrmap_put(&gs_g.allocs, *a->dptr, c) < 0) {
+        undo_alloc(a);
+        return table_full(T_ALLOCS, what, c);
+    }
+    return rc;
+}
+
 GS_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     if (!ENFORCING())
         return CALL_REAL(cuMemAlloc_v2, (dptr, bytesize));
     struct alloc_args a = {.dptr = dptr, .bytes = bytesize, .which = A_PLAIN};
-    return charged_alloc(do_alloc, &a, dptr, bytesize, "cuMemAlloc");
+    return charged_alloc(&a, "cuMemAlloc");
 }
 
 GS_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
@@ -223,7 +251,7 @@ GS_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
     /* Managed memory can be oversubscribed, but counting it keeps the
      * promise to the other tenants: it lands on this GPU when touched. */
     struct alloc_args a = {.dptr = dptr, .bytes = bytesize, .flags = flags, .which = A_MANAGED};
-    return charged_alloc(do_alloc, &a, dptr, bytesize, "cuMemAllocManaged");
+    return charged_alloc(&a, "cuMemAllocManaged");
 }
 
 /* ---- stream-ordered allocations: charge the pool's growth -------------- */
@@ -381,7 +409,7 @@ static CUmemoryPool current_pool(void)
         if (!pool) {                                                                       \
             struct alloc_args a = {                                                        \
                 .dptr = dptr, .bytes = bytesize, .stream = hStream, .which = which_};      \
-            return charged_alloc(do_alloc, &a, dptr, bytesize, #name);                     \
+            return charged_alloc(&a, #name);                                               \
         }                                                                                  \
         if (!fits(pool_need(pool, charge_size(bytesize)), bytesize, #name))                \
             return CUDA_ERROR_OUT_OF_MEMORY;                                               \
@@ -440,8 +468,10 @@ GS_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
     if (real < est)
         gs_mem_uncharge(est - real);
     gs_note_use();
-    if (gs_ptrmap_put(&gs_g.allocs, *dptr, real) < 0)
-        gs_mem_uncharge(real);
+    if (gs_ptrmap_put(&gs_g.allocs, *dptr, real) < 0) {
+        CALL_REAL(cuMemFree_v2, (*dptr));
+        return table_full(T_ALLOCS, "cuMemAllocPitch", real);
+    }
     return rc;
 }
 
@@ -536,8 +566,9 @@ GS_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     vh->bytes = size;
     atomic_init(&vh->state, 0);
     if (gs_ptrmap_put(&gs_g.vmm, *handle, (uint64_t)(uintptr_t)vh) < 0) {
-        gs_mem_uncharge(size);
+        CALL_REAL(cuMemRelease, (*handle));
         free(vh);
+        return table_full(T_VMM, "cuMemCreate", size);
     }
     return rc;
 }
@@ -573,8 +604,14 @@ GS_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     }
     m->handle = handle;
     m->size = size;
-    if (gs_ptrmap_put(&gs_g.maps, ptr, (uint64_t)(uintptr_t)m) < 0)
-        free(m); /* the handle then stays charged until the process ends: safe side */
+    if (gs_ptrmap_put(&gs_g.maps, ptr, (uint64_t)(uintptr_t)m) < 0) {
+        /* Unrecorded, the mapping's unmap would never be seen and the
+         * handle would stay charged: undo it and refuse (nothing to uncharge). */
+        CALL_REAL(cuMemUnmap, (ptr, size));
+        free(m);
+        vmm_drop(handle, 2);
+        return table_full(T_MAPS, "cuMemMap", 0);
+    }
     return rc;
 }
 
@@ -625,15 +662,23 @@ static uint64_t array_bytes(uint64_t w, uint64_t h, uint64_t d, int fmt, unsigne
     return charge_size(b);
 }
 
-static CUresult array_done(CUresult rc, uint64_t key, uint64_t bytes)
+/* After the driver made an array (or a mipmapped one): recorded, or given
+ * back and refused. */
+static CUresult array_done(CUresult rc, uint64_t key, uint64_t bytes, int mipmapped,
+                           const char *what)
 {
     if (rc != CUDA_SUCCESS) {
         gs_mem_uncharge(bytes);
         return rc;
     }
     gs_note_use();
-    if (gs_ptrmap_put(&gs_g.arrays, key, bytes) < 0)
-        gs_mem_uncharge(bytes);
+    if (gs_ptrmap_put(&gs_g.arrays, key, bytes) < 0) {
+        if (mipmapped)
+            CALL_REAL(cuMipmappedArrayDestroy, ((CUmipmappedArray)(uintptr_t)key));
+        else
+            CALL_REAL(cuArrayDestroy, ((CUarray)(uintptr_t)key));
+        return table_full(T_ARRAYS, what, bytes);
+    }
     return rc;
 }
 
@@ -645,7 +690,8 @@ GS_API CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *
     if (gs_mem_charge(b, "cuArrayCreate") < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = CALL_REAL(cuArrayCreate_v2, (pHandle, d));
-    return array_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0, b);
+    return array_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0, b, 0,
+                      "cuArrayCreate");
 }
 
 GS_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
@@ -656,7 +702,8 @@ GS_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPT
     if (gs_mem_charge(b, "cuArray3DCreate") < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = CALL_REAL(cuArray3DCreate_v2, (pHandle, d));
-    return array_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0, b);
+    return array_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0, b, 0,
+                      "cuArray3DCreate");
 }
 
 GS_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d,
@@ -674,7 +721,8 @@ GS_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARR
     if (gs_mem_charge(b, "cuMipmappedArrayCreate") < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = CALL_REAL(cuMipmappedArrayCreate, (pHandle, d, levels));
-    return array_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0, b);
+    return array_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0, b, 1,
+                      "cuMipmappedArrayCreate");
 }
 
 static CUresult array_free(CUresult rc, uint64_t key)
@@ -716,14 +764,21 @@ static int unified(void)
     return 0; /* unknown yet (before cuInit): treat as discrete, ask again next time */
 }
 
-static CUresult host_done(CUresult rc, uint64_t key, uint64_t bytes)
+/* After the driver pinned host memory: recorded, or given back and refused. */
+static CUresult host_done(CUresult rc, uint64_t key, uint64_t bytes, int registered,
+                          const char *what)
 {
     if (rc != CUDA_SUCCESS) {
         gs_mem_uncharge(bytes);
         return rc;
     }
-    if (gs_ptrmap_put(&gs_g.host, key, bytes) < 0)
-        gs_mem_uncharge(bytes);
+    if (gs_ptrmap_put(&gs_g.host, key, bytes) < 0) {
+        if (registered)
+            CALL_REAL(cuMemHostUnregister, ((void *)(uintptr_t)key));
+        else
+            CALL_REAL(cuMemFreeHost, ((void *)(uintptr_t)key));
+        return table_full(T_HOST, what, bytes);
+    }
     return rc;
 }
 
@@ -735,7 +790,7 @@ GS_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
     if (gs_mem_charge(c, "cuMemHostAlloc") < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = CALL_REAL(cuMemHostAlloc, (pp, bytesize, Flags));
-    return host_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, c);
+    return host_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, c, 0, "cuMemHostAlloc");
 }
 
 GS_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
@@ -746,7 +801,7 @@ GS_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
     if (gs_mem_charge(c, "cuMemAllocHost") < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = CALL_REAL(cuMemAllocHost_v2, (pp, bytesize));
-    return host_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, c);
+    return host_done(rc, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pp : 0, c, 0, "cuMemAllocHost");
 }
 
 GS_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
@@ -757,7 +812,7 @@ GS_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flag
     if (gs_mem_charge(c, "cuMemHostRegister") < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = CALL_REAL(cuMemHostRegister_v2, (p, bytesize, Flags));
-    return host_done(rc, (uint64_t)(uintptr_t)p, c);
+    return host_done(rc, (uint64_t)(uintptr_t)p, c, 1, "cuMemHostRegister");
 }
 
 static CUresult host_free(CUresult rc, void *p)

@@ -11,3 +11,7 @@ TEST_PROGS += $(BUILD)/tests/interposer.test
 $(BUILD)/tests/compute.test: $(BUILD)/tests/interposer/test_compute.o $(BUILD)/src/interposer/compute.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lcmocka
 TEST_PROGS += $(BUILD)/tests/compute.test
+# The address map, alone: millions of keys, a full map, threads at once.
+$(BUILD)/tests/interposer_ptrmap.test: $(BUILD)/tests/interposer/test_ptrmap.o $(BUILD)/src/interposer/ptrmap.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lcmocka
+TEST_PROGS += $(BUILD)/tests/interposer_ptrmap.test

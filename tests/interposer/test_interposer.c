@@ -390,6 +390,54 @@ static void test_refusal_counted_once(void **st)
     gs_ledger_close(l);
 }
 
+/* Lines of out holding needle. */
+static int count_of(const char *out, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(out, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Issue 19: 200,000 tiny arrays or a million tiny allocations filled the
+ * tracking tables, and then big allocations went ahead uncounted (10 GiB on
+ * a 1 GiB cap). With the tables made small (GPUSLICE_TEST_TABLE_SLOTS), a
+ * tenant fills them with 512-byte allocations and arrays until 64 in a row
+ * are refused, then asks for 256 MiB ones: the cap holds, the ledger holds
+ * exactly what the driver holds, each full table is said once, and freeing
+ * makes room again. */
+static void test_full_tables_refuse(void **st)
+{
+    (void)st;
+    struct slice s;
+    mkslice(&s, GiB);
+    const char *args[] = {"direct", "exhaust", "100000", "268435456", NULL};
+    const char *out = run(&s, "GPUSLICE_TEST_TABLE_SLOTS=4096 GPUSLICE_LOG_LEVEL=warn", args);
+    long tiny = field(out, "tiny allocs "), arrays = field(out, "tiny arrays ");
+    /* The tables hold most of their 4096 slots, and then refuse (OOM). */
+    assert_true(tiny > 2048 && tiny <= 4096);
+    assert_true(arrays > 2048 && arrays <= 4096);
+    assert_true(field(strstr(out, "tiny allocs "), " refused ") >= 64);
+    assert_true(field(strstr(out, "tiny arrays "), " refused ") >= 64);
+    assert_int_equal(count_of(out, "table of device allocations is full"), 1);
+    assert_int_equal(count_of(out, "table of arrays is full"), 1);
+    /* Nothing uncounted: the cap holds, and what the ledger charged is what
+     * the driver holds (the process is gone: its slot keeps its bytes). */
+    assert_int_equal(field(strstr(out, "big allocs "), " rc="), 2);
+    assert_int_equal(field(strstr(out, "big arrays "), " rc="), 2);
+    long held = field(out, "full driver-used ");
+    assert_true(held <= (long)GiB);
+    long big = field(out, "big allocs ") + field(out, "big arrays ");
+    assert_int_equal(held, (tiny + arrays) * 512 + big * 256 * (long)MiB);
+    assert_int_equal(field(out, "after-free big alloc rc="), 0);
+    assert_int_equal(field(out, "after-free big array rc="), 0);
+    long end = field(out, "end driver-used ");
+    assert_int_equal(end, 2 * 256 * MiB);
+    struct gs_ledger *l = ledger(&s);
+    assert_int_equal(slot_bytes(l), (uint64_t)end);
+    gs_ledger_close(l);
+}
+
 static void test_sigkill_cycles_leave_ledger_exact(void **st)
 {
     (void)st;
@@ -906,6 +954,7 @@ int main(void)
         cmocka_unit_test(test_processes_share_the_cap),
         cmocka_unit_test(test_fork_shares_the_cap),
         cmocka_unit_test(test_sigkill_cycles_leave_ledger_exact),
+        cmocka_unit_test(test_full_tables_refuse),
         cmocka_unit_test(test_hostile_limits_fail_closed),
         cmocka_unit_test(test_missing_ledger_still_enforces),
         cmocka_unit_test(test_best_effort_yields_to_critical),

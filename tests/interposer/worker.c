@@ -455,6 +455,70 @@ static int forked(size_t chunk)
     return 0;
 }
 
+/* Fills the interposer's tables with tiny allocations and tiny arrays
+ * (until 64 in a row are refused, or max of each), then asks for big ones
+ * until 20 are refused: the cap must hold, nothing may go uncounted. Then
+ * frees everything and asks once more. "driver-used" is what the (fake)
+ * driver holds, to set against the ledger. */
+static unsigned long long driver_used(void)
+{
+    unsigned long long (*f)(int) = (unsigned long long (*)(int))dlsym(RTLD_DEFAULT, "gsfake_used");
+    return f ? f(0) : 0ull;
+}
+
+#define EXHAUST_MAX 250000
+static CUdeviceptr tiny[EXHAUST_MAX], bigp[64];
+static CUarray arr[EXHAUST_MAX], biga[64];
+
+static int exhaust(long max, size_t big)
+{
+    if (max > EXHAUST_MAX)
+        max = EXHAUST_MAX;
+    long n = 0, a = 0, refused = 0, nb = 0, ab = 0;
+    CUresult rc = 0;
+    for (int row = 0; n < max && row < 64;) {
+        rc = A.cuMemAlloc_v2(&tiny[n], 512);
+        row = rc ? row + 1 : 0;
+        n += !rc;
+        refused += rc == CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    printf("tiny allocs %ld refused %ld\n", n, refused);
+    CUDA_ARRAY_DESCRIPTOR ad = {
+        .Width = 128, .Height = 1, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    refused = 0;
+    for (int row = 0; a < max && row < 64;) {
+        rc = A.cuArrayCreate_v2(&arr[a], &ad);
+        row = rc ? row + 1 : 0;
+        a += !rc;
+        refused += rc == CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    printf("tiny arrays %ld refused %ld\n", a, refused);
+    CUDA_ARRAY_DESCRIPTOR bd = {
+        .Width = big / 4 / 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    for (int i = 0; i < 20 && nb < 64; i++)
+        nb += (rc = A.cuMemAlloc_v2(&bigp[nb], big)) == CUDA_SUCCESS;
+    printf("big allocs %ld last rc=%d\n", nb, rc);
+    for (int i = 0; i < 20 && ab < 64; i++)
+        ab += (rc = A.cuArrayCreate_v2(&biga[ab], &bd)) == CUDA_SUCCESS;
+    printf("big arrays %ld last rc=%d\n", ab, rc);
+    printf("full driver-used %llu\n", driver_used());
+    fflush(stdout);
+    for (long i = 0; i < n; i++)
+        A.cuMemFree_v2(tiny[i]);
+    for (long i = 0; i < a; i++)
+        A.cuArrayDestroy(arr[i]);
+    for (long i = 0; i < nb; i++)
+        A.cuMemFree_v2(bigp[i]);
+    for (long i = 0; i < ab; i++)
+        A.cuArrayDestroy(biga[i]);
+    CUdeviceptr p;
+    CUarray b;
+    printf("after-free big alloc rc=%d\n", A.cuMemAlloc_v2(&p, big));
+    printf("after-free big array rc=%d\n", A.cuArrayCreate_v2(&b, &bd));
+    printf("end driver-used %llu\n", driver_used());
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -480,6 +544,8 @@ int main(int argc, char **argv)
         return refuse_after(parse_sz(argv[3]), parse_sz(argv[4]));
     if (!strcmp(s, "churn") && argc > 3)
         return churn(parse_sz(argv[3]));
+    if (!strcmp(s, "exhaust") && argc > 4)
+        return exhaust(strtol(argv[3], NULL, 10), parse_sz(argv[4]));
     if (!strcmp(s, "fork") && argc > 3)
         return forked(parse_sz(argv[3]));
     if (!strcmp(s, "whoami")) {
