@@ -192,10 +192,11 @@ struct alloc_args {
     size_t bytes;
     unsigned flags;
     CUstream stream;
+    CUmemoryPool pool;
     int which;
 };
 
-enum { A_PLAIN, A_MANAGED, A_ASYNC, A_ASYNC_PTSZ };
+enum { A_PLAIN, A_MANAGED, A_ASYNC, A_ASYNC_PTSZ, A_POOL, A_POOL_PTSZ };
 
 static CUresult do_alloc(const struct alloc_args *a)
 {
@@ -204,6 +205,9 @@ static CUresult do_alloc(const struct alloc_args *a)
     case A_MANAGED: return CALL_REAL(cuMemAllocManaged, (a->dptr, a->bytes, a->flags));
     case A_ASYNC: return CALL_REAL(cuMemAllocAsync, (a->dptr, a->bytes, a->stream));
     case A_ASYNC_PTSZ: return CALL_REAL(cuMemAllocAsync_ptsz, (a->dptr, a->bytes, a->stream));
+    case A_POOL: return CALL_REAL(cuMemAllocFromPoolAsync, (a->dptr, a->bytes, a->pool, a->stream));
+    case A_POOL_PTSZ:
+        return CALL_REAL(cuMemAllocFromPoolAsync_ptsz, (a->dptr, a->bytes, a->pool, a->stream));
     }
     return CUDA_ERROR_INVALID_VALUE;
 }
@@ -212,8 +216,10 @@ static CUresult do_alloc(const struct alloc_args *a)
 static void undo_alloc(const struct alloc_args *a)
 {
     switch (a->which) {
-    case A_ASYNC: CALL_REAL(cuMemFreeAsync, (*a->dptr, a->stream)); break;
-    case A_ASYNC_PTSZ: CALL_REAL(cuMemFreeAsync_ptsz, (*a->dptr, a->stream)); break;
+    case A_ASYNC:
+    case A_POOL: CALL_REAL(cuMemFreeAsync, (*a->dptr, a->stream)); break;
+    case A_ASYNC_PTSZ:
+    case A_POOL_PTSZ: CALL_REAL(cuMemFreeAsync_ptsz, (*a->dptr, a->stream)); break;
     default: CALL_REAL(cuMemFree_v2, (*a->dptr)); break;
     }
 }
@@ -339,6 +345,27 @@ uint64_t gs_mem_pools_refresh(void)
     return released;
 }
 
+/* Can pool be charged by its reservation? It needs cuMemPoolGetAttribute
+ * (a driver may not give it, or it may fail) and a place in our list of
+ * pools. When not, the caller charges each request instead and uncharges it
+ * at its free (fail closed: before, such allocations went uncharged). */
+static int pool_accountable(CUmemoryPool pool, const char *what)
+{
+    static _Atomic int said;
+    uint64_t r;
+    if (pool_charged((uint64_t)(uintptr_t)pool) && pool_reserved(pool, &r) == 0)
+        return 1;
+    if (!atomic_exchange(&said, 1))
+        GS_LOGI("%s: the pool's reserved size cannot be read (%s): stream-ordered allocations "
+                "are charged by request instead",
+                what,
+                !REAL(cuMemPoolGetAttribute) ? "the driver has no cuMemPoolGetAttribute"
+                : pool_charged((uint64_t)(uintptr_t)pool)
+                    ? "cuMemPoolGetAttribute failed"
+                    : "more pools than the interposer follows");
+    return 0;
+}
+
 /* Would bytes (of a request of `asked`) fit now? Reaps dead processes and
  * re-reads pools before saying no; a no is counted and logged like any refusal. */
 static int fits(uint64_t bytes, uint64_t asked, const char *what)
@@ -406,7 +433,7 @@ static CUmemoryPool current_pool(void)
         if (!ENFORCING())                                                                  \
             return CALL_REAL(name, (dptr, bytesize, hStream));                             \
         CUmemoryPool pool = current_pool();                                                \
-        if (!pool) {                                                                       \
+        if (!pool || !pool_accountable(pool, #name)) {                                     \
             struct alloc_args a = {                                                        \
                 .dptr = dptr, .bytes = bytesize, .stream = hStream, .which = which_};      \
             return charged_alloc(&a, #name);                                               \
@@ -419,18 +446,26 @@ static CUmemoryPool current_pool(void)
 ASYNC_ALLOC(cuMemAllocAsync, A_ASYNC, cuMemFreeAsync)
 ASYNC_ALLOC(cuMemAllocAsync_ptsz, A_ASYNC_PTSZ, cuMemFreeAsync_ptsz)
 
-#define POOL_ALLOC(name, free_)                                                                   \
+#define POOL_ALLOC(name, which_, free_)                                                           \
     GS_API CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) \
     {                                                                                             \
         if (!ENFORCING() || !pool)                                                                \
             return CALL_REAL(name, (dptr, bytesize, pool, hStream));                              \
+        if (!pool_accountable(pool, #name)) {                                                     \
+            struct alloc_args a = {.dptr = dptr,                                                  \
+                                   .bytes = bytesize,                                             \
+                                   .stream = hStream,                                             \
+                                   .pool = pool,                                                  \
+                                   .which = which_};                                              \
+            return charged_alloc(&a, #name);                                                      \
+        }                                                                                         \
         if (!fits(pool_need(pool, charge_size(bytesize)), bytesize, #name))                       \
             return CUDA_ERROR_OUT_OF_MEMORY;                                                      \
         return pool_alloc(CALL_REAL(name, (dptr, bytesize, pool, hStream)), pool, dptr, hStream,  \
                           gs_g.real.free_, #name);                                                \
     }
-POOL_ALLOC(cuMemAllocFromPoolAsync, cuMemFreeAsync)
-POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, cuMemFreeAsync_ptsz)
+POOL_ALLOC(cuMemAllocFromPoolAsync, A_POOL, cuMemFreeAsync)
+POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, A_POOL_PTSZ, cuMemFreeAsync_ptsz)
 
 GS_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {

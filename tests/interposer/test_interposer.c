@@ -568,6 +568,32 @@ static void test_pool_charged_by_reservation(void **st)
     assert_non_null(strstr(out, "pool trimmed"));
 }
 
+/* A driver that cannot tell a pool's reserved size (no cuMemPoolGetAttribute,
+ * or it fails: the fake is told to fail it) must not leave stream-ordered
+ * allocations uncharged (issue 19): each request is charged instead, and
+ * uncharged at its free. Both ways give 4 x 64 MiB under 256 MiB. */
+static void test_pool_without_attributes_charges_requests(void **st)
+{
+    (void)st;
+    for (int broken = 0; broken < 2; broken++) {
+        struct slice s;
+        mkslice(&s, 256 * MiB);
+        const char *args[] = {"direct", "async-cap", "67108864", NULL};
+        const char *out = run(
+            &s, broken ? "GS_FAKE_FAIL=cuMemPoolGetAttribute:801 GPUSLICE_LOG_LEVEL=info" : NULL,
+            args);
+        assert_int_equal(field(out, "async "), 4);
+        assert_int_equal(field(strstr(out, "async "), " rc="), 2);
+        assert_int_equal(field(out, "frompool "), 4);
+        assert_int_equal(field(strstr(out, "frompool "), " rc="), 2);
+        if (broken)
+            assert_non_null(strstr(out, "charged by request instead"));
+        struct gs_ledger *l = ledger(&s);
+        assert_int_equal(slot_bytes(l), 0); /* every free uncharged exactly */
+        gs_ledger_close(l);
+    }
+}
+
 /* NVML reports the slice too (nvidia-smi inside, frameworks sizing caches). */
 static void test_nvml_reports_the_slice(void **st)
 {
@@ -961,6 +987,7 @@ int main(void)
         cmocka_unit_test(test_prime_from_limits),
         cmocka_unit_test(test_nvml_reports_the_slice),
         cmocka_unit_test(test_pool_charged_by_reservation),
+        cmocka_unit_test(test_pool_without_attributes_charges_requests),
         cmocka_unit_test(test_truncated_peer_ledger_is_harmless),
     };
     return cmocka_run_group_tests_name("interposer", tests, setup_all, teardown_all);

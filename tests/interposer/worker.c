@@ -455,6 +455,28 @@ static int forked(size_t chunk)
     return 0;
 }
 
+/* Stream-ordered allocations of chunk until refused, then freed; then the
+ * same from the device's default pool named. */
+static int async_cap(size_t chunk)
+{
+    CUdeviceptr p[64];
+    CUmemoryPool pool = NULL;
+    A.cuDeviceGetDefaultMemPool(&pool, 0);
+    for (int from_pool = 0; from_pool < 2; from_pool++) {
+        int k = 0;
+        CUresult rc = 0;
+        while (k < 64 && (rc = from_pool ? A.cuMemAllocFromPoolAsync(&p[k], chunk, pool, NULL)
+                                         : A.cuMemAllocAsync(&p[k], chunk, NULL)) == 0)
+            k++;
+        printf("%s %d rc=%d\n", from_pool ? "frompool" : "async", k, rc);
+        for (int i = 0; i < k; i++)
+            A.cuMemFreeAsync(p[i], NULL);
+        A.cuStreamSynchronize(NULL);
+        A.cuMemPoolTrimTo(pool, 0);
+    }
+    return 0;
+}
+
 /* Fills the interposer's tables with tiny allocations and tiny arrays
  * (until 64 in a row are refused, or max of each), then asks for big ones
  * until 20 are refused: the cap must hold, nothing may go uncounted. Then
@@ -544,6 +566,8 @@ int main(int argc, char **argv)
         return refuse_after(parse_sz(argv[3]), parse_sz(argv[4]));
     if (!strcmp(s, "churn") && argc > 3)
         return churn(parse_sz(argv[3]));
+    if (!strcmp(s, "async-cap") && argc > 3)
+        return async_cap(parse_sz(argv[3]));
     if (!strcmp(s, "exhaust") && argc > 4)
         return exhaust(strtol(argv[3], NULL, 10), parse_sz(argv[4]));
     if (!strcmp(s, "fork") && argc > 3)
