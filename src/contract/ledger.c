@@ -92,18 +92,31 @@ static int open_sized(const char *path, int flags, gs_error *err)
 
 int gs_ledger_open(const char *path, int writable, struct gs_ledger **out, gs_error *err)
 {
+    return gs_ledger_open_fd(path, writable, out, NULL, err);
+}
+
+int gs_ledger_open_fd(const char *path, int writable, struct gs_ledger **out, int *fd_out,
+                      gs_error *err)
+{
     int fd = open_sized(path, writable ? O_RDWR : O_RDONLY, err);
     if (fd < 0)
         return fd;
     void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | (writable ? PROT_WRITE : 0),
                    MAP_SHARED, fd, 0);
-    close(fd);
+    if (fd_out && m != MAP_FAILED)
+        *fd_out = fd;
+    else
+        close(fd);
     if (m == MAP_FAILED)
         return gs_error_set(err, GS_EIO, "cannot map ledger %s: %s", path, strerror(errno));
     struct gs_ledger *l = m;
     if (!gs_ledger_header_ok(l)) {
         int rc = header_error(path, l, err);
         munmap(m, sizeof *l);
+        if (fd_out) {
+            close(*fd_out);
+            *fd_out = -1;
+        }
         return rc;
     }
     *out = l;
@@ -126,6 +139,26 @@ void gs_ledger_close(struct gs_ledger *l)
 {
     if (l)
         munmap(l, sizeof *l);
+}
+
+int gs_ledger_check(const struct gs_ledger *l, int slot, int32_t pid, uint32_t *hwm_seen,
+                    gs_error *err)
+{
+    struct gs_ledger *m = (struct gs_ledger *)l;
+    if (!gs_ledger_header_ok(l))
+        return gs_error_set(err, GS_EPROTO, "its header was overwritten (magic, version or size)");
+    uint32_t hwm = atomic_load_explicit(&m->hwm, memory_order_relaxed);
+    if (hwm > GS_LEDGER_SLOTS || hwm < (uint32_t)slot + 1 || hwm < *hwm_seen)
+        return gs_error_set(err, GS_EPROTO,
+                            "its slot count went from %u to %u (it only ever grows; this "
+                            "process holds slot %d)",
+                            *hwm_seen, hwm, slot);
+    *hwm_seen = hwm;
+    int32_t owner = atomic_load_explicit(&m->slots[slot].pid, memory_order_relaxed);
+    if (owner != pid)
+        return gs_error_set(err, GS_EPROTO, "this process's slot %d names pid %d, not %d", slot,
+                            (int)owner, (int)pid);
+    return GS_OK;
 }
 
 /* The owner word of a slot: pid in the low half, the claim number above. */

@@ -92,6 +92,10 @@ _Static_assert(sizeof(struct gs_ledger) == 128 + 64 * GS_LEDGER_SLOTS, "ledger A
 int gs_ledger_create(const char *path, gs_error *err);
 /* Maps an existing ledger and checks magic, version and size. */
 int gs_ledger_open(const char *path, int writable, struct gs_ledger **out, gs_error *err);
+/* The same, keeping the file open: *fd (close-on-exec) for the caller to
+ * fstat (has the file been truncated?). */
+int gs_ledger_open_fd(const char *path, int writable, struct gs_ledger **out, int *fd,
+                      gs_error *err);
 void gs_ledger_close(struct gs_ledger *l);
 /* Reads a copy of the ledger at path, checked like gs_ledger_open. For
  * observers (monitor, doctor, `gpuslice run`'s summary, other tenants):
@@ -100,6 +104,16 @@ void gs_ledger_close(struct gs_ledger *l);
 int gs_ledger_snapshot(const char *path, struct gs_ledger *copy, gs_error *err);
 /* Magic, version, size and slot count are this build's. */
 int gs_ledger_header_ok(const struct gs_ledger *l);
+
+/* The cheap check a charger makes of the ledger it has mapped, on every
+ * charge (loads only, no system call): the header is this build's; hwm is
+ * within the slots, covers `slot` (the caller's) and is not below
+ * *hwm_seen, the most this caller has seen (hwm only ever grows; the
+ * caller keeps *hwm_seen, which this raises); `slot` still names `pid`.
+ * 0, or GS_EPROTO with what is wrong in err: the tenant (or a bug) wrote the
+ * ledger, and its sums are not to be trusted. */
+int gs_ledger_check(const struct gs_ledger *l, int slot, int32_t pid, uint32_t *hwm_seen,
+                    gs_error *err);
 
 /* Claims a slot for (pid, starttime); returns its index or a negative code when full. */
 int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime);

@@ -11,13 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/quantity.h"
 
-struct gs_state gs_g = {.slot = -1, .integrated = -1, .cap = UINT64_MAX};
+struct gs_state gs_g = {.slot = -1, .integrated = -1, .cap = UINT64_MAX, .ledger_fd = -1};
 
 const char *const gs_hook_names[GS_HOOK_COUNT] = {
 #define GS_NAME(name, params, args, ...) [GS_HOOK_##name] = #name,
@@ -179,14 +180,34 @@ static void load_limits(void)
         gs_g.cap = gs_g.limits.memory ? gs_g.limits.memory : UINT64_MAX;
         apply_sharing_env(&gs_g.limits);
     }
-    if (gs_ledger_open(ledger, 1, &gs_g.ledger, &err) == 0) {
+    int fd = -1;
+    int rc = gs_ledger_open_fd(ledger, 1, &gs_g.ledger, &fd, &err);
+    if (rc == 0) {
         gs_g.ledger_shared = 1;
-    } else {
+        struct stat st;
+        if (fstat(fd, &st) == 0) {
+            gs_g.ledger_dev = (uint64_t)st.st_dev;
+            gs_g.ledger_ino = (uint64_t)st.st_ino;
+            atomic_store(&gs_g.ledger_fd, fd);
+        } else {
+            close(fd);
+        }
+        return;
+    }
+    void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED)
+        gs_g.ledger = m;
+    if (rc == GS_ENOENT) {
         GS_LOGW("%s; this process keeps its own count, so the cap holds per process only", err.msg);
-        void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m != MAP_FAILED)
-            gs_g.ledger = m;
+    } else {
+        /* Fail closed: a ledger that is there but not a ledger (truncated,
+         * overwritten) was most likely made so by the tenant, to count each
+         * process alone; a private count would give every process the cap. */
+        GS_LOGE("%s; refusing GPU memory allocations (the slice's ledger was truncated or "
+                "overwritten: recreate the slice)",
+                err.msg);
+        atomic_store(&gs_g.ledger_bad, 1);
     }
 }
 
@@ -380,6 +401,61 @@ GS_NO_SAN void *gs_dlsym_impl(void *handle, const char *name)
      * driver's private bootstrap stays cheap (HAMi-core issue 52). */
     gs_ensure_init();
     return p == gs_g.real_addr[id] ? gs_hook_wrappers[id] : p;
+}
+
+/* ---- dlmopen ------------------------------------------------------------ */
+
+/* dlmopen(LM_ID_NEWLM, "libcuda.so.1") loads a second copy of the driver in
+ * a new link-map namespace, where LD_PRELOAD does not reach: its entry
+ * points are nobody's but the driver's, and allocations through them are
+ * never charged (issue 19: 16 GiB on a 1 GiB cap). Under a slice, a load
+ * into any namespace but the base one is refused (NULL) when the file is
+ * named libcuda.so*, or, loaded, turns out to be a CUDA driver under
+ * another name (it exports cuInit or cuGetProcAddress: unloaded again). The
+ * base namespace is plain dlopen: the one our hooks cover. */
+static int is_libcuda_name(const char *file)
+{
+    const char *base = file ? strrchr(file, '/') : NULL;
+    base = base ? base + 1 : file;
+    return base && strncmp(base, "libcuda.so", 10) == 0;
+}
+
+static void refuse_dlmopen(const char *file)
+{
+    static _Atomic int said;
+    if (!atomic_exchange(&said, 1))
+        GS_LOGE("dlmopen of %s into a new namespace refused: a second copy of the CUDA driver "
+                "would not be charged to slice '%s' (logged once per process)",
+                file ? file : "(null)", gs_g.limits.slice_id);
+}
+
+GS_API void *dlmopen(Lmid_t lmid, const char *file, int mode)
+{
+    typedef void *(*dlmopen_fn)(Lmid_t, const char *, int);
+    static _Atomic(dlmopen_fn) real;
+    dlmopen_fn f = atomic_load(&real);
+    if (!f) {
+        f = (dlmopen_fn)gs_real_dlsym(RTLD_NEXT, "dlmopen");
+        atomic_store(&real, f);
+    }
+    if (!f)
+        return NULL;
+    if (lmid == LM_ID_BASE)
+        return f(lmid, file, mode);
+    gs_ensure_init();
+    if (!gs_g.enforce)
+        return f(lmid, file, mode);
+    if (is_libcuda_name(file)) {
+        refuse_dlmopen(file);
+        return NULL;
+    }
+    void *h = f(lmid, file, mode);
+    if (h && (gs_real_dlsym(h, "cuInit") || gs_real_dlsym(h, "cuGetProcAddress"))) {
+        dlclose(h);
+        refuse_dlmopen(file);
+        return NULL;
+    }
+    return h;
 }
 
 /* ---- cuGetProcAddress -------------------------------------------------- */

@@ -42,7 +42,17 @@ struct gs_state {
     struct gs_limits limits;
     struct gs_ledger *ledger; /* shared, or a private one when none could be mapped */
     int ledger_shared;
-    _Atomic int slot; /* our slot in the ledger, -1 until claimed */
+    /* The shared ledger's own checks (memory.c, ledger_ok): bad = it was
+     * found tampered with or damaged (sticky: every allocation refused);
+     * fd, dev, ino = the file kept open to fstat (-1 once the application
+     * closed or reused the descriptor); hwm_seen, the most slots seen. */
+    _Atomic int ledger_bad;
+    _Atomic int ledger_fd;
+    uint64_t ledger_dev, ledger_ino;
+    _Atomic uint32_t hwm_seen;
+    _Atomic uint64_t audit_ns; /* CLOCK_REALTIME_COARSE of the last fstat of the ledger */
+    _Atomic int32_t slot_pid;  /* the pid our slot was claimed for */
+    _Atomic int slot;          /* our slot in the ledger, -1 until claimed */
     _Atomic int oom_logged;
     _Atomic int table_logged; /* bit per tracking table: said full (once per process) */
     _Atomic int integrated;   /* -1 unknown, 0 discrete, 1 unified memory */

@@ -5,8 +5,10 @@
  * only for it: specs/cuda-interposition.md §2). */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +58,7 @@ int gs_slot(void)
                 GS_LEDGER_SLOTS);
         return -1;
     }
+    atomic_store(&gs_g.slot_pid, pid);
     int expect = -1;
     if (!atomic_compare_exchange_strong(&gs_g.slot, &expect, got)) {
         /* Another thread of ours claimed first: give ours back. */
@@ -79,6 +82,65 @@ void gs_note_use(void)
     atomic_compare_exchange_strong(&gs_g.ledger->first_ctx_ns, &zero, t);
 }
 
+/* The shared ledger was found tampered with or damaged: from now on this
+ * process's allocations are refused (its sums cannot be trusted, and a
+ * tenant that writes its ledger wants them low), said once. */
+static void ledger_corrupt(const char *why)
+{
+    if (atomic_exchange(&gs_g.ledger_bad, 1))
+        return;
+    GS_LOGE("the ledger of slice '%s' was tampered with or damaged: %s; refusing GPU memory "
+            "allocations in this process (logged once per process)",
+            gs_g.limits.slice_id, why);
+}
+
+/* The ledger's file still has a ledger's size (a tenant may truncate it):
+ * one fstat of the descriptor kept from the open. Called at most once a
+ * second per process, and before a refusal; never per allocation. */
+static int ledger_file_ok(void)
+{
+    int fd = atomic_load(&gs_g.ledger_fd);
+    if (fd < 0)
+        return 1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != gs_g.ledger_dev ||
+        (uint64_t)st.st_ino != gs_g.ledger_ino) {
+        /* The application closed our descriptor (or the number is another
+         * file's now): the size can no longer be watched; the mapping's
+         * checks go on. */
+        atomic_compare_exchange_strong(&gs_g.ledger_fd, &fd, -1);
+        return 1;
+    }
+    if ((uint64_t)st.st_size == sizeof(struct gs_ledger))
+        return 1;
+    char why[96];
+    snprintf(why, sizeof why, "its file is %lld bytes, not %zu (truncated?)", (long long)st.st_size,
+             sizeof(struct gs_ledger));
+    ledger_corrupt(why);
+    return 0;
+}
+
+/* Every charge's check of the shared ledger: loads only (gs_ledger_check). */
+static int ledger_ok(int slot)
+{
+    if (GS_UNLIKELY(atomic_load_explicit(&gs_g.ledger_bad, memory_order_relaxed)))
+        return 0;
+    if (!gs_g.ledger_shared)
+        return 1;
+    uint32_t seen = atomic_load_explicit(&gs_g.hwm_seen, memory_order_acquire);
+    uint32_t now = seen;
+    gs_error err;
+    if (GS_LIKELY(gs_ledger_check(gs_g.ledger, slot,
+                                  atomic_load_explicit(&gs_g.slot_pid, memory_order_relaxed), &now,
+                                  &err) == 0)) {
+        if (now > seen)
+            atomic_store_explicit(&gs_g.hwm_seen, now, memory_order_release);
+        return 1;
+    }
+    ledger_corrupt(err.msg);
+    return 0;
+}
+
 static void note_activity(void)
 {
     uint64_t t = now_ns(CLOCK_REALTIME_COARSE);
@@ -86,6 +148,11 @@ static void note_activity(void)
     /* One shared write per second at most: the line is not bounced per call. */
     if (t - last > 1000000000ull)
         atomic_store_explicit(&gs_g.ledger->last_use_ns, t, memory_order_relaxed);
+    /* And once a second per process, the ledger file's size. */
+    uint64_t audit = atomic_load_explicit(&gs_g.audit_ns, memory_order_relaxed);
+    if (GS_UNLIKELY(t - audit > 1000000000ull) &&
+        atomic_compare_exchange_strong(&gs_g.audit_ns, &audit, t))
+        (void)ledger_file_ok();
 }
 
 /* A request the cap refused: counted once in our slot (however often its
@@ -110,6 +177,10 @@ int gs_mem_charge(uint64_t bytes, const char *what)
     if (s < 0)
         return -1;
     note_activity();
+    if (GS_UNLIKELY(!ledger_ok(s))) {
+        atomic_fetch_add_explicit(&gs_g.ledger->slots[s].ooms, 1, memory_order_relaxed);
+        return -1;
+    }
     if (GS_LIKELY(gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0))
         return 0;
     /* Over the cap: first make sure no dead process's bytes are in the way
@@ -131,6 +202,10 @@ int gs_mem_charge(uint64_t bytes, const char *what)
         sched_yield();
         if (gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
             return 0;
+    }
+    if (gs_g.ledger_shared && !ledger_file_ok()) { /* said as tampering, not as the cap */
+        atomic_fetch_add_explicit(&gs_g.ledger->slots[s].ooms, 1, memory_order_relaxed);
+        return -1;
     }
     refused(s, bytes, what);
     return -1;
@@ -371,7 +446,7 @@ static int pool_accountable(CUmemoryPool pool, const char *what)
 static int fits(uint64_t bytes, uint64_t asked, const char *what)
 {
     int s = gs_slot();
-    if (s < 0)
+    if (s < 0 || !ledger_ok(s))
         return 0;
     if (gs_ledger_used(gs_g.ledger) + bytes <= gs_g.cap)
         return 1;

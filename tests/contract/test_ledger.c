@@ -149,6 +149,39 @@ static void test_rejects_foreign_files(void **st)
     assert_int_equal(gs_ledger_open("/nonexistent/ledger", 1, &l, &err), GS_ENOENT);
 }
 
+/* The check a charger makes on every charge: a tenant that lowers hwm,
+ * frees or lends its slot, or overwrites the header is caught. */
+static void test_check_catches_tampering(void **st)
+{
+    (void)st;
+    struct gs_ledger *l;
+    gs_error err;
+    assert_int_equal(gs_ledger_create(path, NULL), 0);
+    assert_int_equal(gs_ledger_open(path, 1, &l, NULL), 0);
+    int a = gs_ledger_claim(l, 101, 1), b = gs_ledger_claim(l, 102, 2);
+    assert_int_equal(b, a + 1);
+    uint32_t seen = 0;
+    assert_int_equal(gs_ledger_check(l, a, 101, &seen, &err), 0);
+    assert_int_equal(seen, (uint32_t)b + 1);
+    atomic_store(&l->hwm, (uint32_t)a + 1); /* hides slot b's bytes from every sum */
+    assert_int_equal(gs_ledger_check(l, a, 101, &seen, &err), GS_EPROTO);
+    assert_non_null(strstr(err.msg, "only ever grows"));
+    atomic_store(&l->hwm, 0);
+    seen = 0; /* a process that never saw more still knows its own slot */
+    assert_int_equal(gs_ledger_check(l, a, 101, &seen, &err), GS_EPROTO);
+    atomic_store(&l->hwm, GS_LEDGER_SLOTS + 1);
+    assert_int_equal(gs_ledger_check(l, a, 101, &seen, &err), GS_EPROTO);
+    atomic_store(&l->hwm, (uint32_t)b + 1);
+    atomic_store(&l->slots[a].pid, -1); /* its bytes no longer count */
+    assert_int_equal(gs_ledger_check(l, a, 101, &seen, &err), GS_EPROTO);
+    assert_non_null(strstr(err.msg, "names pid -1, not 101"));
+    atomic_store(&l->slots[a].pid, 101);
+    l->size = 0;
+    assert_int_equal(gs_ledger_check(l, a, 101, &seen, &err), GS_EPROTO);
+    assert_non_null(strstr(err.msg, "header"));
+    gs_ledger_close(l);
+}
+
 /* The claim/reap race: claimers take slots with a fresh start time while a
  * reaper runs in a tight loop; a live owner's slot must never be freed. The
  * owners are played by threads with made-up pids, and alive() says which
@@ -240,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_rejects_foreign_files),
         cmocka_unit_test(test_summary_counts_once),
         cmocka_unit_test(test_claim_never_races_reap),
+        cmocka_unit_test(test_check_catches_tampering),
     };
     return cmocka_run_group_tests_name("ledger", tests, setup, teardown);
 }

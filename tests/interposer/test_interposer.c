@@ -523,9 +523,61 @@ static void test_missing_ledger_still_enforces(void **st)
     unlink(s.p.ledger);
     const char *args[] = {"dlsym", "until-oom", "268435456", NULL};
     assert_int_equal(field(run(&s, NULL, args), "allocated "), 2);
-    /* A ledger of the wrong size or version is refused, not trusted. */
+    /* A ledger that is there but not a ledger (the wrong size or version:
+     * truncated or overwritten, most likely by the tenant, so that each
+     * process would count only itself) fails closed. */
     write_file(s.p.ledger, "GSLEDGER", 8);
-    assert_int_equal(field(run(&s, NULL, args), "allocated "), 2);
+    const char *out = run(&s, "GPUSLICE_LOG_LEVEL=error", args);
+    assert_int_equal(field(out, "allocated "), 0);
+    assert_non_null(strstr(out, "refusing GPU memory allocations (the slice's ledger was"));
+}
+
+/* Issue 19: a tenant that writes its own ledger (the slot count, its slot's
+ * owner, the header; truncated to nothing and grown again; one slot
+ * shorter) is refused from its next allocation on, and says why once. */
+static void test_ledger_tampering_refused(void **st)
+{
+    (void)st;
+    static const char *const how[] = {"hwm", "pid", "magic", "zero", "shrink"};
+    for (size_t i = 0; i < sizeof how / sizeof how[0]; i++) {
+        struct slice s;
+        mkslice(&s, GiB);
+        const char *args[] = {"direct", "tamper", how[i], "268435456", NULL};
+        const char *out = run(&s, "GPUSLICE_LOG_LEVEL=error", args);
+        assert_int_equal(field(out, "before rc="), 0);
+        if (field(out, "after-tamper allocated ") != 0 ||
+            field(out, "after-tamper allocated 0 rc=") != 2)
+            fail_msg("tampering with %s was not refused: %s", how[i], out);
+        assert_int_equal(count_of(out, "was tampered with or damaged"), 1);
+    }
+}
+
+/* Issue 19: a second copy of the driver loaded with dlmopen(LM_ID_NEWLM),
+ * where LD_PRELOAD does not reach, is refused under a slice, by name or,
+ * renamed, by what it exports; other libraries load. */
+static void test_dlmopen_of_driver_refused(void **st)
+{
+    (void)st;
+    struct slice s;
+    mkslice(&s, GiB);
+    const char *args[] = {"direct", "dlmopen", "libcuda.so.1", "268435456", NULL};
+    const char *out = run(&s, "GPUSLICE_LOG_LEVEL=error", args);
+    assert_non_null(strstr(out, "dlmopen refused"));
+    assert_non_null(strstr(out, "dlmopen of libcuda.so.1 into a new namespace refused"));
+    const char *libm[] = {"direct", "dlmopen", "libm.so.6", "1", NULL};
+    assert_non_null(strstr(run(&s, NULL, libm), "dlmopen loaded, not a driver"));
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    /* (Not under a sanitizer: an instrumented copy of the fake driver in a
+     * second namespace would bring a second sanitizer runtime.) */
+    char copy[PATH_MAX + 32], cmd[3 * PATH_MAX];
+    snprintf(copy, sizeof copy, "%s/libnotcuda.so", root);
+    snprintf(cmd, sizeof cmd, "cp %s/sim/libcuda.so.1 %s", build_dir, copy);
+    assert_int_equal(system(cmd), 0);
+    const char *renamed[] = {"direct", "dlmopen", copy, "268435456", NULL};
+    assert_non_null(strstr(run(&s, NULL, renamed), "dlmopen refused"));
+    /* Without a slice nothing is refused (and nothing is capped). */
+    assert_int_equal(field(run(NULL, NULL, args), "dlmopen allocated "), 64);
+#endif
 }
 
 /* Another tenant truncating its ledger (it may: the file is its own) must
@@ -983,6 +1035,8 @@ int main(void)
         cmocka_unit_test(test_full_tables_refuse),
         cmocka_unit_test(test_hostile_limits_fail_closed),
         cmocka_unit_test(test_missing_ledger_still_enforces),
+        cmocka_unit_test(test_ledger_tampering_refused),
+        cmocka_unit_test(test_dlmopen_of_driver_refused),
         cmocka_unit_test(test_best_effort_yields_to_critical),
         cmocka_unit_test(test_prime_from_limits),
         cmocka_unit_test(test_nvml_reports_the_slice),

@@ -5,17 +5,20 @@
  *   gs-worker <way> <scenario> [args]   way: direct | dlsym | procaddr | procaddr4 */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/gs_cuda.h"
 #include "common/gs_cuda_hooks.h"
+#include "contract/ledger.h"
 
 /* Direct references (resolved at link time against libcuda.so.1). */
 #define DECL(name, params, ...) CUresult name params;
@@ -455,6 +458,81 @@ static int forked(size_t chunk)
     return 0;
 }
 
+/* A tenant that writes its own ledger to get more than its cap: holds one
+ * chunk, then changes the ledger of its slice (what), then allocates chunks
+ * until refused. */
+static int tamper(const char *what, size_t chunk)
+{
+    CUdeviceptr p;
+    printf("before rc=%d\n", A.cuMemAlloc_v2(&p, chunk));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ledger", getenv("GPUSLICE_STATE_DIR"));
+    int fd = open(path, O_RDWR);
+    struct gs_ledger *l = mmap(NULL, sizeof *l, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd < 0 || l == MAP_FAILED)
+        return 5;
+    int mine = -1;
+    for (int i = 0; i < GS_LEDGER_SLOTS; i++)
+        if (atomic_load(&l->slots[i].pid) == getpid())
+            mine = i;
+    if (mine < 0)
+        return 6;
+    if (!strcmp(what, "hwm"))
+        atomic_store(&l->hwm, 0);
+    else if (!strcmp(what, "pid"))
+        atomic_store(&l->slots[mine].pid, -1);
+    else if (!strcmp(what, "magic"))
+        l->magic[0] = 'X';
+    else if (!strcmp(what, "zero")) { /* truncated and grown again: all zeros */
+        if (ftruncate(fd, 0) || ftruncate(fd, sizeof *l))
+            return 8;
+    } else if (!strcmp(what, "shrink")) { /* one slot shorter: the pages stay */
+        if (ftruncate(fd, sizeof *l - 64))
+            return 8;
+        sleep(2); /* the size is watched once a second, not per allocation */
+    } else {
+        return 2;
+    }
+    size_t n = 0;
+    CUresult rc;
+    while ((rc = A.cuMemAlloc_v2(&p, chunk)) == CUDA_SUCCESS && n < 1000)
+        n++;
+    printf("after-tamper allocated %zu rc=%d\n", n, rc);
+    return 0;
+}
+
+/* A second copy of the driver in a new namespace (where LD_PRELOAD does not
+ * reach): refused under a slice, or the chunks it gets from it. */
+static int dlmopen_copy(const char *file, size_t chunk)
+{
+    void *h = dlmopen(LM_ID_NEWLM, file, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        printf("dlmopen refused\n");
+        return 0;
+    }
+    CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
+    if (!init) {
+        printf("dlmopen loaded, not a driver\n");
+        return 0;
+    }
+    CUresult (*get)(CUdevice *, int) = (CUresult(*)(CUdevice *, int))dlsym(h, "cuDeviceGet");
+    CUresult (*retain)(CUcontext *, CUdevice) =
+        (CUresult(*)(CUcontext *, CUdevice))dlsym(h, "cuDevicePrimaryCtxRetain");
+    CUresult (*setcur)(CUcontext) = (CUresult(*)(CUcontext))dlsym(h, "cuCtxSetCurrent");
+    CUresult (*alloc)(CUdeviceptr *, size_t) =
+        (CUresult(*)(CUdeviceptr *, size_t))dlsym(h, "cuMemAlloc_v2");
+    CUdevice d;
+    CUcontext c;
+    if (init(0) || get(&d, 0) || retain(&c, d) || setcur(c))
+        return 7;
+    size_t n = 0;
+    CUdeviceptr p;
+    while (n < 1000 && alloc(&p, chunk) == CUDA_SUCCESS)
+        n++;
+    printf("dlmopen allocated %zu\n", n);
+    return 0;
+}
+
 /* Stream-ordered allocations of chunk until refused, then freed; then the
  * same from the device's default pool named. */
 static int async_cap(size_t chunk)
@@ -566,6 +644,10 @@ int main(int argc, char **argv)
         return refuse_after(parse_sz(argv[3]), parse_sz(argv[4]));
     if (!strcmp(s, "churn") && argc > 3)
         return churn(parse_sz(argv[3]));
+    if (!strcmp(s, "tamper") && argc > 4)
+        return tamper(argv[3], parse_sz(argv[4]));
+    if (!strcmp(s, "dlmopen") && argc > 4)
+        return dlmopen_copy(argv[3], parse_sz(argv[4]));
     if (!strcmp(s, "async-cap") && argc > 3)
         return async_cap(parse_sz(argv[3]));
     if (!strcmp(s, "exhaust") && argc > 4)
