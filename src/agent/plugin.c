@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "contract/ledger.h"
 #include "contract/limits.h"
 #include "common/log.h"
 #include "common/quantity.h"
@@ -28,8 +29,10 @@
 
 struct slice_rec {
     int used;
-    char id[40];
+    int moved; /* commit: units were given to another slice; rewrite it */
+    char id[GS_SLICE_ID_MAX + 1];
     int gpu;
+    uint64_t seq;       /* of its record on disk (GS_SLICE_ALLOC) */
     uint64_t opened_ms; /* monotonic ms when Allocate opened it; 0 = loaded, never pairs */
     int64_t created_rt; /* realtime seconds, for the reclaim grace */
     int units[GS_RES_NKINDS];
@@ -51,6 +54,8 @@ struct gs_plugin {
     int32_t *owner[GS_RES_MAX][GS_INV_MAX_GPUS]; /* slice index + 1, 0 = free */
     struct slice_rec *slices;
     int nslices, cap;
+    uint64_t seq; /* the last record's; records are numbered in the order they are written */
+    struct gs_plugin_recovery recovery;
     char agent_dir[PATH_MAX];
     char preload[PATH_MAX + 32];
 };
@@ -151,33 +156,67 @@ static void slice_limits(struct gs_plugin *p, struct slice_rec *s)
                              s->id, &s->limits);
 }
 
-/* Writes <dir>/alloc: the kubelet device IDs the slice holds, so a restarted
- * agent knows them again. Atomic (temp + rename). */
-static int write_alloc(struct gs_plugin *p, int si, gs_error *err)
+/* ---- the slices' state on disk ----------------------------------------------
+ * A slice is <state_root>/<id>/{limits, ledger, alloc}; alloc is its record
+ * (contract/slice.h), written whole and last: it commits the slice. Every
+ * change writes whole files and renames them, in an order that keeps the disk
+ * consistent wherever the agent stops: a new slice's limits and ledger, then
+ * its record; a slice that changes, its limits, then its record; a slice that
+ * goes, its record first. When Allocate moves units, the slices they leave are
+ * rewritten (or removed) before the slice that takes them, so no two records
+ * ever list one unit and the limits never add up to more than the pool. Each
+ * record carries a sequence number (the later wins a unit two records claim:
+ * state written before records had one, or a write that failed). Recovery
+ * (gs_plugin_create) removes directories of the agent's without a whole record
+ * (half made: their Allocate was never answered; or half removed), resolves
+ * units claimed twice, and rewrites each slice whose record or limits do not
+ * match the units it kept. */
+
+/* The slice's record, from the device table (dev is malloc'd). */
+static int slice_record(struct gs_plugin *p, int si, struct gs_slice_record *rec)
 {
     struct slice_rec *s = &p->slices[si];
-    char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/%s/" GS_SLICE_ALLOC, p->c->state_root, s->id);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "we");
-    if (!f)
-        return gs_error_set(err, GS_EIO, "cannot write %s: %s (is the state root writable?)", tmp,
-                            strerror(errno));
-    fprintf(f, "# gpuslice agent: kubelet device IDs held by this slice\ngpu %d\ncreated %lld\n",
-            s->gpu, (long long)s->created_rt);
+    size_t n = 0;
+    for (int k = 0; k < GS_RES_NKINDS; k++)
+        n += (size_t)s->units[k];
+    memset(rec, 0, sizeof *rec);
+    rec->dev = calloc(n ? n : 1, sizeof *rec->dev);
+    if (!rec->dev)
+        return GS_ENOMEM;
+    rec->version = GS_SLICE_RECORD_VERSION;
+    rec->seq = s->seq;
+    rec->gpu = s->gpu;
+    rec->created = s->created_rt;
     for (int r = 0; r < p->rs->n; r++)
-        for (int u = 0; u < p->rs->r[r].per_gpu[s->gpu]; u++)
+        for (int u = 0; u < p->rs->r[r].per_gpu[s->gpu] && rec->ndev < n; u++)
             if (p->owner[r][s->gpu][u] == si + 1) {
-                char id[128];
-                gs_resources_device_id(&p->rs->r[r], p->inv, s->gpu, u, id, sizeof id);
-                fprintf(f, "device %s %s\n", p->rs->r[r].name, id);
+                struct gs_slice_device *d = &rec->dev[rec->ndev++];
+                snprintf(d->resource, sizeof d->resource, "%s", p->rs->r[r].name);
+                gs_resources_device_id(&p->rs->r[r], p->inv, s->gpu, u, d->id, sizeof d->id);
             }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return gs_error_set(err, GS_EIO, "cannot write %s: %s", path, strerror(errno));
-    }
     return GS_OK;
+}
+
+/* Writes a slice's state from its units: limits (and, for a new slice, the
+ * directory and a fresh ledger), then the record, under the next seq. */
+static int slice_store(struct gs_plugin *p, int si, int creating, gs_error *err)
+{
+    struct slice_rec *s = &p->slices[si];
+    struct gs_slice_paths paths;
+    slice_limits(p, s);
+    int rc = creating ? gs_slice_prepare(p->c->state_root, s->id, &s->limits, &paths, err)
+                      : gs_slice_paths(p->c->state_root, s->id, &paths, err);
+    if (rc == GS_OK && !creating)
+        rc = gs_limits_write(paths.limits, &s->limits, err);
+    if (rc < 0)
+        return rc;
+    struct gs_slice_record rec;
+    if (slice_record(p, si, &rec) < 0)
+        return gs_error_set(err, GS_ENOMEM, "agent out of memory writing slice %s", s->id);
+    s->seq = rec.seq = ++p->seq;
+    rc = gs_slice_record_write(p->c->state_root, s->id, &rec, err);
+    gs_slice_record_free(&rec);
+    return rc;
 }
 
 static void slice_remove(struct gs_plugin *p, int si, const char *why)
@@ -187,9 +226,6 @@ static void slice_remove(struct gs_plugin *p, int si, const char *why)
         for (int u = 0; u < p->rs->r[r].per_gpu[s->gpu]; u++)
             if (p->owner[r][s->gpu][u] == si + 1)
                 p->owner[r][s->gpu][u] = 0;
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/%s/" GS_SLICE_ALLOC, p->c->state_root, s->id);
-    unlink(path);
     gs_error err = {0};
     if (gs_slice_remove(p->c->state_root, s->id, &err) < 0)
         GS_LOGW("removing slice %s: %s", s->id, err.msg);
@@ -197,75 +233,177 @@ static void slice_remove(struct gs_plugin *p, int si, const char *why)
     s->used = 0;
 }
 
-static void load_one(struct gs_plugin *p, const char *id)
+void gs_plugin_recovery(const struct gs_plugin *p, struct gs_plugin_recovery *out)
 {
-    char path[PATH_MAX + 16], text[65536];
-    snprintf(path, sizeof path, "%s/%s/" GS_SLICE_ALLOC, p->c->state_root, id);
-    if (gs_inventory_read_file("", path, text, sizeof text) < 0) {
-        GS_LOGW("slice %s has no %s file: not the agent's; left alone", id, GS_SLICE_ALLOC);
+    *out = p->recovery;
+}
+
+struct found {
+    char id[GS_SLICE_ID_MAX + 1];
+    struct gs_slice_record rec;
+};
+
+/* The later Allocate first: higher seq, then later created, then smaller id. */
+static int found_cmp(const void *a, const void *b)
+{
+    const struct found *x = a, *y = b;
+    if (x->rec.seq != y->rec.seq)
+        return x->rec.seq > y->rec.seq ? -1 : 1;
+    if (x->rec.created != y->rec.created)
+        return x->rec.created > y->rec.created ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+/* Does the limits file say what the slice's units give? */
+static int limits_match(const struct gs_limits *want, const char *path)
+{
+    struct gs_limits have;
+    if (gs_limits_load(path, &have, NULL) < 0)
+        return 0;
+    return have.memory == want->memory && have.compute == want->compute &&
+           have.priority == want->priority && have.context_reserve == want->context_reserve &&
+           !strcmp(have.device, want->device) && !strcmp(have.slice_id, want->slice_id);
+}
+
+/* Takes the units of one whole record, in the order of found_cmp; rewrites
+ * the slice when it lost some or its files do not match them. */
+static void recover_one(struct gs_plugin *p, struct found *f)
+{
+    struct gs_plugin_recovery *rv = &p->recovery;
+    int si = slice_add(p);
+    if (si < 0) {
+        GS_LOGE("out of memory loading slice %s; it is left as it is", f->id);
+        rv->left++;
         return;
     }
-    int si = slice_add(p);
-    if (si < 0)
-        return;
     struct slice_rec *s = &p->slices[si];
-    snprintf(s->id, sizeof s->id, "%s", id);
-    s->gpu = -1;
-    int kept = 0, dropped = 0;
-    char *save = NULL;
-    for (char *line = text; line; line = save) {
-        char *nl = strchr(line, '\n');
-        save = nl ? nl + 1 : NULL;
-        if (nl)
-            *nl = '\0';
-        if (!strncmp(line, "gpu ", 4)) {
-            s->gpu = (int)strtol(line + 4, NULL, 10);
-        } else if (!strncmp(line, "created ", 8)) {
-            s->created_rt = strtoll(line + 8, NULL, 10);
-        } else if (!strncmp(line, "device ", 7)) {
-            char *name = line + 7, *sp = strchr(name, ' ');
-            if (!sp)
-                continue;
-            *sp = '\0';
-            int r = gs_resources_find(p->rs, name), g, u;
-            if (r < 0 || gs_resources_parse_id(&p->rs->r[r], p->inv, sp + 1, &g, &u) < 0 ||
-                g != s->gpu || p->owner[r][g][u]) {
-                dropped++;
-                continue;
-            }
+    snprintf(s->id, sizeof s->id, "%s", f->id);
+    s->gpu = f->rec.gpu;
+    s->seq = f->rec.seq;
+    s->created_rt = f->rec.created;
+    if (s->gpu >= p->inv->ngpu) {
+        GS_LOGW("slice %s is on GPU %d, which this node no longer has; its state is removed", f->id,
+                s->gpu);
+        s->gpu = 0;
+        slice_remove(p, si, "its GPU is gone");
+        rv->removed++;
+        return;
+    }
+    int kept = 0, unknown = 0, taken = 0;
+    for (size_t i = 0; i < f->rec.ndev; i++) {
+        int r = gs_resources_find(p->rs, f->rec.dev[i].resource), g, u;
+        if (r < 0 || gs_resources_parse_id(&p->rs->r[r], p->inv, f->rec.dev[i].id, &g, &u) < 0 ||
+            g != s->gpu) {
+            unknown++;
+        } else if (p->owner[r][g][u] == si + 1) {
+            unknown++; /* listed twice */
+        } else if (p->owner[r][g][u]) {
+            const char *later = p->slices[p->owner[r][g][u] - 1].id;
+            GS_LOGW("slices %s and %s both hold %s: the later Allocate (slice %s) keeps it", f->id,
+                    later, f->rec.dev[i].id, later);
+            taken++;
+        } else {
             p->owner[r][g][u] = si + 1;
             s->units[p->rs->r[r].kind]++;
             kept++;
         }
     }
-    if (s->gpu < 0 || s->gpu >= p->inv->ngpu || !kept) {
-        GS_LOGW("slice %s does not match this node's resources (settings changed?); its state "
-                "is removed",
-                id);
-        s->gpu = s->gpu < 0 || s->gpu >= p->inv->ngpu ? 0 : s->gpu;
-        slice_remove(p, si, "no longer matches the advertised devices");
+    if (!kept) {
+        slice_remove(p, si,
+                     unknown ? "its devices are no longer advertised (settings changed?)"
+                             : "all its devices belong to a later slice");
+        rv->removed++;
         return;
     }
-    if (dropped)
-        GS_LOGW("slice %s: %d device IDs no longer advertised were dropped", id, dropped);
-    snprintf(path, sizeof path, "%s/%s/" GS_SLICE_LIMITS, p->c->state_root, id);
+    if (unknown)
+        GS_LOGW("slice %s: %d device IDs no longer advertised were dropped", f->id, unknown);
+    slice_limits(p, s);
+    struct gs_slice_paths paths;
     gs_error err = {0};
-    if (gs_limits_load(path, &s->limits, &err) < 0)
-        GS_LOGW("slice %s: %s", id, err.msg);
-    GS_LOGI("slice %s kept from before the restart (GPU %d)", id, s->gpu);
+    int rewrite = unknown || taken || f->rec.version < GS_SLICE_RECORD_VERSION;
+    if (gs_slice_paths(p->c->state_root, s->id, &paths, &err) == GS_OK) {
+        if (access(paths.ledger, F_OK) != 0 && gs_ledger_create(paths.ledger, &err) < 0)
+            GS_LOGW("slice %s: %s", s->id, err.msg);
+        if (!limits_match(&s->limits, paths.limits))
+            rewrite = 1;
+    }
+    if (gs_slice_remove_leftovers(p->c->state_root, s->id) > 0)
+        rv->tidied++;
+    if (rewrite) {
+        if (slice_store(p, si, 0, &err) < 0)
+            GS_LOGW("slice %s: %s", s->id, err.msg);
+        rv->repaired++;
+        GS_LOGI("slice %s kept from before the restart (GPU %d), rewritten to match the %d "
+                "device IDs it holds",
+                s->id, s->gpu, kept);
+    } else {
+        GS_LOGI("slice %s kept from before the restart (GPU %d)", s->id, s->gpu);
+    }
+    rv->kept++;
 }
 
-static int load_slices(struct gs_plugin *p)
+/* Rebuilds the slice table from the state root (see above). */
+static void recover(struct gs_plugin *p)
 {
+    struct gs_plugin_recovery *rv = &p->recovery;
     DIR *d = opendir(p->c->state_root);
     if (!d)
-        return GS_OK;
+        return;
+    struct found *all = NULL;
+    size_t n = 0, cap = 0;
     struct dirent *e;
-    while ((e = readdir(d)))
-        if (!strncmp(e->d_name, SLICE_PREFIX, strlen(SLICE_PREFIX)) && gs_slice_listed(e->d_name))
-            load_one(p, e->d_name);
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, SLICE_PREFIX, strlen(SLICE_PREFIX)) || !gs_slice_listed(e->d_name))
+            continue;
+        if (n == cap) {
+            size_t c2 = cap ? cap * 2 : 16;
+            struct found *m = realloc(all, c2 * sizeof *m);
+            if (!m) {
+                GS_LOGE("out of memory listing %s: slices past %zu are not loaded",
+                        p->c->state_root, n);
+                break;
+            }
+            all = m;
+            cap = c2;
+        }
+        struct found *f = &all[n];
+        snprintf(f->id, sizeof f->id, "%.*s", GS_SLICE_ID_MAX, e->d_name); /* listed: fits */
+        gs_error err = {0};
+        int rc = gs_slice_record_read(p->c->state_root, f->id, &f->rec, &err);
+        if (rc == GS_OK) {
+            if (f->rec.seq > p->seq)
+                p->seq = f->rec.seq;
+            n++;
+        } else if (rc == GS_ENOENT || rc == GS_EINVAL) {
+            /* Ours by its name, and never committed (or being removed): its
+             * Allocate was never answered, so no container uses it. */
+            if (gs_slice_remove(p->c->state_root, f->id, &err) < 0) {
+                GS_LOGW("%s was left half made or half removed by an agent that stopped; it "
+                        "cannot be removed: %s",
+                        f->id, err.msg);
+                rv->left++;
+            } else {
+                GS_LOGI("removed %s: half made or half removed when the agent stopped (%s)", f->id,
+                        rc == GS_ENOENT ? "no record" : "its record is not whole");
+                rv->discarded++;
+            }
+        } else {
+            GS_LOGW("slice %s is left alone: %s", f->id, err.msg);
+            rv->left++;
+        }
+    }
     closedir(d);
-    return GS_OK;
+    if (n)
+        qsort(all, n, sizeof *all, found_cmp);
+    for (size_t i = 0; i < n; i++) {
+        recover_one(p, &all[i]);
+        gs_slice_record_free(&all[i].rec);
+    }
+    free(all);
+    if (rv->discarded || rv->repaired || rv->removed || rv->tidied || rv->left)
+        GS_LOGI("state root %s: %d slices kept, %d rewritten to match their units, %d removed "
+                "(no units left), %d half-made removed, %d left alone",
+                p->c->state_root, rv->kept, rv->repaired, rv->removed, rv->discarded, rv->left);
 }
 
 static int mkdirs(const char *path, gs_error *err)
@@ -333,7 +471,7 @@ int gs_plugin_create(struct gs_plugin **out, const struct gs_agent_config *c,
         GS_LOGW("interposer %s is missing: containers will fail to start until it is installed "
                 "(set --interposer-path)",
                 c->interposer_path);
-    load_slices(p);
+    recover(p);
     *out = p;
     return GS_OK;
 }
@@ -583,7 +721,9 @@ static int commit(struct endpoint *ep, const struct parsed *pr, gs_error *err)
     const struct gs_resource *r = &p->rs->r[ep->res];
     int32_t *own = p->owner[ep->res][pr->gpu];
     /* The kubelet owns the truth about which IDs are free: an ID we still hold
-     * belongs to a container that is gone. */
+     * belongs to a container that is gone. The slices such IDs leave are
+     * rewritten (their limits shrink) or removed before the slice taking them
+     * is written, so the disk never lists a unit twice. */
     for (int k = 0; k < pr->n; k++) {
         int old = own[pr->units[k]] - 1;
         if (old < 0)
@@ -591,13 +731,23 @@ static int commit(struct endpoint *ep, const struct parsed *pr, gs_error *err)
         own[pr->units[k]] = 0;
         struct slice_rec *o = &p->slices[old];
         o->units[r->kind]--;
+        o->moved = 1;
         GS_LOGW("the kubelet gave %s unit %d of GPU %d again; slice %s no longer holds it", r->name,
                 pr->units[k], pr->gpu, o->id);
+    }
+    for (int i = 0; i < p->nslices; i++) {
+        struct slice_rec *o = &p->slices[i];
+        if (!o->used || !o->moved)
+            continue;
+        o->moved = 0;
         int left = 0;
         for (int kind = 0; kind < GS_RES_NKINDS; kind++)
             left += o->units[kind];
+        gs_error e2 = {0};
         if (!left)
-            slice_remove(p, old, "all its devices were given to another container");
+            slice_remove(p, i, "all its devices were given to another container");
+        else if (slice_store(p, i, 0, &e2) < 0) /* the later record still wins at a restart */
+            GS_LOGW("slice %s gave up devices but cannot be rewritten: %s", o->id, e2.msg);
     }
     int si = open_slice(p, r->kind, pr->gpu);
     int joined = si >= 0;
@@ -615,24 +765,16 @@ static int commit(struct endpoint *ep, const struct parsed *pr, gs_error *err)
     for (int k = 0; k < pr->n; k++)
         own[pr->units[k]] = si + 1;
     s->units[r->kind] += pr->n;
-    slice_limits(p, s);
-    struct gs_slice_paths paths;
-    int rc;
-    if (joined) {
-        rc = gs_slice_paths(p->c->state_root, s->id, &paths, err);
-        if (rc == GS_OK)
-            rc = gs_limits_write(paths.limits, &s->limits, err);
-    } else {
-        rc = gs_slice_prepare(p->c->state_root, s->id, &s->limits, &paths, err);
-    }
-    if (rc == GS_OK)
-        rc = write_alloc(p, si, err);
+    int rc = slice_store(p, si, !joined, err);
     if (rc < 0) {
         for (int k = 0; k < pr->n; k++)
             own[pr->units[k]] = 0;
         s->units[r->kind] -= pr->n;
+        gs_error e2 = {0};
         if (!joined)
             slice_remove(p, si, "its state could not be written");
+        else if (slice_store(p, si, 0, &e2) < 0) /* back to what it held */
+            GS_LOGW("slice %s: %s", s->id, e2.msg);
         return rc;
     }
     char mem[32];
@@ -653,7 +795,8 @@ struct cresp {
     V1beta1__Mount mnt[7], *mntp[7];
     V1beta1__DeviceSpec dev[GS_INV_MAX_NODES], *devp[GS_INV_MAX_NODES];
     V1beta1__CDIDevice cdi[1], *cdip[1];
-    char limits[PATH_MAX], ledger[PATH_MAX], ann_key[128], cdi_name[192], slice_id[40];
+    char limits[PATH_MAX], ledger[PATH_MAX], ann_key[128], cdi_name[192],
+        slice_id[GS_SLICE_ID_MAX + 1];
 };
 
 static void add_env(struct cresp *c, const char *k, const char *v)

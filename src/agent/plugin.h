@@ -28,11 +28,27 @@
 
 struct gs_plugin;
 
-/* The caller keeps c, inv and rs alive. Loads slices found under state_root
- * (an agent restart keeps them) and writes <state_root>/_agent/ld.so.preload. */
+/* The caller keeps c, inv and rs alive. Writes <state_root>/_agent/ld.so.preload
+ * and recovers the slices a previous run left under state_root (an agent
+ * restart keeps them): directories without a whole record are removed (half
+ * made or half removed), a unit two records claim goes to the later one, and
+ * each slice's record and limits are rewritten where they do not match the
+ * units it kept (docs/agent.md, "State on disk"). */
 int gs_plugin_create(struct gs_plugin **out, const struct gs_agent_config *c,
                      struct gs_inventory *inv, const struct gs_resources *rs, gs_error *err);
 void gs_plugin_destroy(struct gs_plugin *p);
+
+/* What gs_plugin_create found in the state root and did about it. */
+struct gs_plugin_recovery {
+    int kept;      /* slices loaded */
+    int repaired;  /* of those, rewritten: units lost to a later record or no longer
+                      advertised, limits that did not match the units, an old record */
+    int removed;   /* slices left with no units, removed */
+    int discarded; /* directories without a whole record (half made or half removed), removed */
+    int tidied;    /* slices whose writers' temporary files were removed */
+    int left;      /* directories left alone (something else in them, a newer agent's) */
+};
+void gs_plugin_recovery(const struct gs_plugin *p, struct gs_plugin_recovery *out);
 
 /* The method table for gs_rpc_server_start and the user data for resource i. */
 const struct gs_rpc_method *gs_plugin_methods(size_t *n);

@@ -1,4 +1,5 @@
-# tests/agent/: the agent's C tests (inventory, resources, Allocate decoding),
+# tests/agent/: the agent's C tests (inventory, resources, Allocate decoding, the state on
+# disk under SIGKILL),
 # against the library parts and the agent without its verb.
 ifneq ($(MINIMAL),1)
 AGENT_TEST_SRCS := $(wildcard tests/agent/test_*.c)

@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "testrng.h"
+
 #include "node/agent_config.h"
 #include "node/inventory.h"
 #include "agent/plugin.h"
@@ -24,16 +26,7 @@
 #include "proto/deviceplugin_v1beta1.pb-c.h"
 #include "proto/podresources_v1.pb-c.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static unsigned iters = 10000;
-
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 11);
-}
 
 struct world {
     char state[64];
