@@ -26,6 +26,11 @@
 #define LOOP_MS 100 /* poll period: re-registration lands well within 1 s */
 #define REGISTER_TIMEOUT_MS 5000
 #define SOCKET_CHECK_MS 2000
+/* SIGTERM with a call to the kubelet in flight (Register right after a kubelet
+ * restart, a PodResources List): serve this long more so the kubelet's
+ * callback inside Register is answered and the call ends; then leave it
+ * running and exit, rather than wait out its REGISTER_TIMEOUT_MS deadline. */
+#define STOP_GRACE_MS 300
 
 /* A blocking client call run off the loop thread (the kubelet calls us back
  * inside Register, so the loop must keep serving). */
@@ -33,6 +38,7 @@ struct worker {
     pthread_t th;
     int running;
     _Atomic int done;
+    _Atomic int cancel; /* stopping: make no further call */
     int rc;
     gs_error err;
     char socket[PATH_MAX];
@@ -59,6 +65,7 @@ struct gs_agent {
     uint64_t next_reclaim, next_sock_check, next_sim_poll;
     uint64_t health_seen;
     int podres_warned;
+    int left_running; /* a worker was still in its call at exit: see gs_agent_destroy */
 };
 
 static uint64_t now_ms(void)
@@ -72,7 +79,7 @@ static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     w->rc = GS_OK;
-    for (int i = 0; i < w->nreq && w->rc == GS_OK; i++) {
+    for (int i = 0; i < w->nreq && w->rc == GS_OK && !atomic_load(&w->cancel); i++) {
         free(w->resp);
         w->resp = NULL;
         w->rc = gs_rpc_call_unary(w->socket, w->method, w->req[i], w->req_len[i],
@@ -85,6 +92,7 @@ static void *worker_main(void *arg)
 static int worker_start(struct worker *w)
 {
     atomic_store(&w->done, 0);
+    atomic_store(&w->cancel, 0);
     if (pthread_create(&w->th, NULL, worker_main, w) != 0)
         return GS_EIO;
     w->running = 1;
@@ -487,14 +495,30 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
         }
     }
     GS_LOGI("stopping: closing sockets (slice state stays for running containers)");
+    struct worker *busy[] = {&a->reg, &a->podres};
+    uint64_t until = now_ms() + STOP_GRACE_MS;
+    for (size_t i = 0; i < 2; i++)
+        atomic_store(&busy[i]->cancel, 1); /* the call in flight is the last */
+    for (size_t i = 0; i < 2; i++)
+        while (busy[i]->running && !atomic_load(&busy[i]->done) && now_ms() < until)
+            gs_rpc_poll(a->rpc, 10); /* serve the kubelet's call back inside Register */
     servers_stop(a);
+    for (size_t i = 0; i < 2; i++)
+        if (busy[i]->running && !atomic_load(&busy[i]->done)) {
+            GS_LOGW("%s on %s has not returned within %d ms of SIGTERM; exiting without "
+                    "waiting for it",
+                    busy[i]->method, busy[i]->socket, STOP_GRACE_MS);
+            a->left_running = 1;
+        }
     return GS_OK;
 }
 
-void gs_agent_destroy(struct gs_agent *a)
+int gs_agent_destroy(struct gs_agent *a)
 {
     if (!a)
-        return;
+        return 0;
+    if (a->left_running)
+        return 1; /* a worker still uses a and gRPC: nothing is freed */
     worker_reap(&a->reg, 1);
     worker_reap(&a->podres, 1);
     free(a->reg.resp);
@@ -506,4 +530,5 @@ void gs_agent_destroy(struct gs_agent *a)
     if (a->ino_fd >= 0)
         close(a->ino_fd);
     free(a);
+    return 0;
 }

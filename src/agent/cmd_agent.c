@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "node/agent_config.h"
@@ -55,7 +56,11 @@ int gs_cmd_agent(int argc, char **argv)
     rc = gs_agent_run(a, &stop_flag, &err);
     if (rc < 0)
         GS_LOGE("%s", err.msg);
-    gs_agent_destroy(a);
+    int in_flight = gs_agent_destroy(a);
     GS_LOGI("stopped");
+    if (in_flight) {
+        fflush(NULL);
+        _exit(rc < 0 ? 1 : 0);
+    }
     return rc < 0 ? 1 : 0;
 }

@@ -34,17 +34,26 @@ def load_protos(tmp):
 
 
 class Kubelet:
-    def __init__(self, dp, kdir):
+    """hold=True: Register waits (until stop) before it calls the plugin back,
+    as a kubelet busy elsewhere would; registering tells when a Register came in."""
+
+    def __init__(self, dp, kdir, hold=False):
         self.dp = dp
         self.kdir = kdir
         self.registrations = queue.Queue()
         self.server = None
+        self.registering = threading.Event()
+        self.released = threading.Event()
+        if not hold:
+            self.released.set()
 
     def start(self):
         dp = self.dp
 
         def register(req, ctx):
             t = time.monotonic()
+            self.registering.set()
+            self.released.wait(30)
             err = None
             try:
                 ch = grpc.insecure_channel("unix:" + os.path.join(self.kdir, req.endpoint),
@@ -70,6 +79,7 @@ class Kubelet:
         self.server.start()
 
     def stop(self):
+        self.released.set()
         if self.server:
             self.server.stop(0).wait()
             self.server = None

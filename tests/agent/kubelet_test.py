@@ -513,6 +513,50 @@ def mps_shrink(tmp, dp, pr):
         kub.stop()
 
 
+def shutdown(tmp, dp, pr):
+    """SIGTERM right after a kubelet restart, with the agent's Register in
+    flight: it exits 0 within a second, whether the kubelet answers (the agent
+    serves its call back meanwhile) or keeps Register waiting (the agent leaves
+    the call). The bound asserted is looser (3 s) for loaded machines; the
+    figures are printed."""
+    kdir = os.path.join(tmp, "dp5")
+    os.makedirs(kdir)
+    for hold in (False, True):
+        kub = fk.Kubelet(dp, kdir)
+        kub.start()
+        name = "agent-term-%s" % ("held" if hold else "answered")
+        agent = Agent(tmp, name, ["--backend", "simulated", "--kubelet-dir", kdir,
+                                  "--state-root", os.path.join(tmp, "state5"), "--reclaim-interval", "0"]).start()
+        what = "a kubelet that keeps Register waiting" if hold else "a kubelet that answers"
+        try:
+            regs = kub.wait_registrations(3)
+            tap.ok(len(regs) == 3, "agent registers before the kubelet restarts (%s)" % what, agent.tail())
+            kub.stop()
+            for f in os.listdir(kdir):
+                os.unlink(os.path.join(kdir, f))
+            kub = fk.Kubelet(dp, kdir, hold=hold)
+            kub.start()
+            in_flight = kub.registering.wait(5)
+            t0 = time.monotonic()
+            agent.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = agent.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                rc = None
+            dt = time.monotonic() - t0
+        finally:
+            agent.stop()
+            kub.stop()
+        print("# SIGTERM with Register in flight, %s: exit %s in %.0f ms" % (what, rc, dt * 1000))
+        tap.ok(in_flight and rc == 0 and dt < 3.0,
+               "SIGTERM with Register in flight (%s): exits 0 in %.0f ms" % (what, dt * 1000),
+               "in flight %s, rc %s\n%s" % (in_flight, rc, agent.tail()))
+        tap.ok(not any(f.startswith("gpuslice-") for f in os.listdir(kdir)),
+               "SIGTERM with Register in flight (%s): our sockets are removed" % what, os.listdir(kdir))
+        if hold:
+            tap.ok("has not returned within" in agent.tail(), "the agent says it left the call", agent.tail())
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="gsk", dir="/tmp")  # short: unix socket paths
     try:
@@ -521,6 +565,7 @@ def main():
         replica(tmp, dp, pr)
         mps(tmp, dp, pr)
         mps_shrink(tmp, dp, pr)
+        shutdown(tmp, dp, pr)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return tap.done()
