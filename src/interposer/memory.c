@@ -382,7 +382,7 @@ static int pool_settle_r(CUmemoryPool pool, int allow_growth, const char *what, 
     uint64_t r;
     _Atomic uint64_t *ch = pool_charged((uint64_t)(uintptr_t)pool);
     if (!ch || pool_reserved(pool, &r) < 0)
-        return 0;
+        return allow_growth ? -1 : 0; /* growth we cannot see is growth we cannot charge */
     for (;;) {
         uint64_t old = atomic_load(ch);
         if (r == old || (r > old && !allow_growth))
@@ -420,27 +420,6 @@ uint64_t gs_mem_pools_refresh(void)
     return released;
 }
 
-/* Can pool be charged by its reservation? It needs cuMemPoolGetAttribute
- * (a driver may not give it, or it may fail) and a place in our list of
- * pools. When not, the caller charges each request instead and uncharges it
- * at its free (fail closed: before, such allocations went uncharged). */
-static int pool_accountable(CUmemoryPool pool, const char *what)
-{
-    static _Atomic int said;
-    uint64_t r;
-    if (pool_charged((uint64_t)(uintptr_t)pool) && pool_reserved(pool, &r) == 0)
-        return 1;
-    if (!atomic_exchange(&said, 1))
-        GS_LOGI("%s: the pool's reserved size cannot be read (%s): stream-ordered allocations "
-                "are charged by request instead",
-                what,
-                !REAL(cuMemPoolGetAttribute) ? "the driver has no cuMemPoolGetAttribute"
-                : pool_charged((uint64_t)(uintptr_t)pool)
-                    ? "cuMemPoolGetAttribute failed"
-                    : "more pools than the interposer follows");
-    return 0;
-}
-
 /* Would bytes (of a request of `asked`) fit now? Reaps dead processes and
  * re-reads pools before saying no; a no is counted and logged like any refusal. */
 static int fits(uint64_t bytes, uint64_t asked, const char *what)
@@ -458,17 +437,32 @@ static int fits(uint64_t bytes, uint64_t asked, const char *what)
     return 0;
 }
 
-/* What an allocation of bytes may add to the pool: whatever its free
- * reserved space does not already cover. */
-static uint64_t pool_need(CUmemoryPool pool, uint64_t bytes)
+/* What an allocation of bytes may add to pool (whatever its free reserved
+ * space does not already cover), in *need; 0. -1 when the pool cannot be
+ * charged by its reservation: the driver gives no cuMemPoolGetAttribute,
+ * it fails, or there is no room in our list of pools. The caller then
+ * charges the request instead and uncharges it at its free (fail closed:
+ * before, such allocations went uncharged). */
+static int pool_need(CUmemoryPool pool, uint64_t bytes, uint64_t *need, const char *what)
 {
+    static _Atomic int said;
     cuuint64_t reserved = 0, used = 0;
-    if (!REAL(cuMemPoolGetAttribute) ||
-        gs_g.real.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) ||
-        gs_g.real.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used))
-        return bytes;
-    uint64_t spare = reserved > used ? reserved - used : 0;
-    return bytes > spare ? bytes - spare : 0;
+    int listed = pool_charged((uint64_t)(uintptr_t)pool) != NULL;
+    if (listed && REAL(cuMemPoolGetAttribute) &&
+        !gs_g.real.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
+        !gs_g.real.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used)) {
+        uint64_t spare = reserved > used ? reserved - used : 0;
+        *need = bytes > spare ? bytes - spare : 0;
+        return 0;
+    }
+    if (!atomic_exchange(&said, 1))
+        GS_LOGI("%s: the pool's reserved size cannot be read (%s): stream-ordered allocations "
+                "are charged by request instead",
+                what,
+                !listed                        ? "more pools than the interposer follows"
+                : !REAL(cuMemPoolGetAttribute) ? "the driver has no cuMemPoolGetAttribute"
+                                               : "cuMemPoolGetAttribute failed");
+    return -1;
 }
 
 typedef CUresult (*free_async_fn)(CUdeviceptr, CUstream);
@@ -508,12 +502,13 @@ static CUmemoryPool current_pool(void)
         if (!ENFORCING())                                                                  \
             return CALL_REAL(name, (dptr, bytesize, hStream));                             \
         CUmemoryPool pool = current_pool();                                                \
-        if (!pool || !pool_accountable(pool, #name)) {                                     \
+        uint64_t need;                                                                     \
+        if (!pool || pool_need(pool, charge_size(bytesize), &need, #name) < 0) {           \
             struct alloc_args a = {                                                        \
                 .dptr = dptr, .bytes = bytesize, .stream = hStream, .which = which_};      \
             return charged_alloc(&a, #name);                                               \
         }                                                                                  \
-        if (!fits(pool_need(pool, charge_size(bytesize)), bytesize, #name))                \
+        if (!fits(need, bytesize, #name))                                                  \
             return CUDA_ERROR_OUT_OF_MEMORY;                                               \
         return pool_alloc(CALL_REAL(name, (dptr, bytesize, hStream)), pool, dptr, hStream, \
                           gs_g.real.free_, #name);                                         \
@@ -526,7 +521,8 @@ ASYNC_ALLOC(cuMemAllocAsync_ptsz, A_ASYNC_PTSZ, cuMemFreeAsync_ptsz)
     {                                                                                             \
         if (!ENFORCING() || !pool)                                                                \
             return CALL_REAL(name, (dptr, bytesize, pool, hStream));                              \
-        if (!pool_accountable(pool, #name)) {                                                     \
+        uint64_t need;                                                                            \
+        if (pool_need(pool, charge_size(bytesize), &need, #name) < 0) {                           \
             struct alloc_args a = {.dptr = dptr,                                                  \
                                    .bytes = bytesize,                                             \
                                    .stream = hStream,                                             \
@@ -534,7 +530,7 @@ ASYNC_ALLOC(cuMemAllocAsync_ptsz, A_ASYNC_PTSZ, cuMemFreeAsync_ptsz)
                                    .which = which_};                                              \
             return charged_alloc(&a, #name);                                                      \
         }                                                                                         \
-        if (!fits(pool_need(pool, charge_size(bytesize)), bytesize, #name))                       \
+        if (!fits(need, bytesize, #name))                                                         \
             return CUDA_ERROR_OUT_OF_MEMORY;                                                      \
         return pool_alloc(CALL_REAL(name, (dptr, bytesize, pool, hStream)), pool, dptr, hStream,  \
                           gs_g.real.free_, #name);                                                \
