@@ -615,6 +615,34 @@ static int serve(const char *listen_on, const char *root, const char *podres,
     return 0;
 }
 
+/* The terminal view or the JSON, once or every interval seconds. */
+static int show(struct audit_run *ar, const char *root, const char *podres, int json, int once,
+                long interval)
+{
+    for (;;) {
+        struct row *rows = NULL;
+        int n = 0;
+        if (collect(root, &rows, &n) < 0) {
+            free(rows);
+            return 1;
+        }
+        join_pods(rows, n, podres);
+        audit_rows(ar, root, rows, n);
+        if (json)
+            print_json(rows, n, root, ar->mode != AUDIT_OFF ? ar->last : NULL);
+        else {
+            if (!once)
+                printf("\033[H\033[2J");
+            print_table(rows, n, root);
+        }
+        free(rows);
+        fflush(stdout);
+        if (once || json)
+            return 0;
+        sleep((unsigned)interval);
+    }
+}
+
 int gs_cmd_monitor(int argc, char **argv)
 {
     static const struct option opts[] = {{"state-root", required_argument, 0, 'r'},
@@ -680,28 +708,9 @@ int gs_cmd_monitor(int argc, char **argv)
         default: return 2;
         }
     }
-    if (listen_on)
-        return serve(listen_on, root, podres, &ar);
-    for (;;) {
-        struct row *rows = NULL;
-        int n = 0;
-        if (collect(root, &rows, &n) < 0) {
-            free(rows);
-            return 1;
-        }
-        join_pods(rows, n, podres);
-        audit_rows(&ar, root, rows, n);
-        if (json)
-            print_json(rows, n, root, ar.mode != AUDIT_OFF ? ar.last : NULL);
-        else {
-            if (!once)
-                printf("\033[H\033[2J");
-            print_table(rows, n, root);
-        }
-        free(rows);
-        fflush(stdout);
-        if (once || json)
-            return 0;
-        sleep((unsigned)interval);
-    }
+    int rc = listen_on ? serve(listen_on, root, podres, &ar)
+                       : show(&ar, root, podres, json, once, interval);
+    free(ar.last);
+    gs_audit_close(&ar.ctx);
+    return rc;
 }

@@ -36,9 +36,6 @@ def monitor(root, procs, *extra):
 
 
 def main():
-    if os.environ.get("SAN"):
-        print("1..0 # SKIP sanitizer build: the simulated NVML is loaded into the monitor by dlopen")
-        return 77
     root = tempfile.mkdtemp(prefix="gs-audit-")
     kids = []
     made_run = False
