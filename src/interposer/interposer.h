@@ -50,6 +50,9 @@ struct gs_state {
     _Atomic int ledger_fd;
     uint64_t ledger_dev, ledger_ino;
     _Atomic uint32_t hwm_seen;
+    /* Bytes this process charged to its slot, kept in its own memory: a slot
+     * that says less has been written by someone else (memory.c, ledger_ok). */
+    _Atomic uint64_t charged;
     _Atomic uint64_t audit_ns; /* CLOCK_REALTIME_COARSE of the last fstat of the ledger */
     _Atomic int32_t slot_pid;  /* the pid our slot was claimed for */
     _Atomic int slot;          /* our slot in the ledger, -1 until claimed */

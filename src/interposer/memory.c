@@ -135,7 +135,16 @@ static int ledger_ok(int slot)
                                   &err) == 0)) {
         if (now > seen)
             atomic_store_explicit(&gs_g.hwm_seen, now, memory_order_release);
-        return 1;
+        /* Our own count first, then the slot's: a charge adds to the slot before
+         * our count and an uncharge takes from our count first, so an honest
+         * slot never says less than this process charged. */
+        uint64_t mine = atomic_load(&gs_g.charged);
+        uint64_t used = atomic_load(&gs_g.ledger->slots[slot].used);
+        if (GS_LIKELY(used >= mine))
+            return 1;
+        snprintf(err.msg, sizeof err.msg,
+                 "this process's slot says %llu bytes in use, it charged %llu (lowered by a write)",
+                 (unsigned long long)used, (unsigned long long)mine);
     }
     ledger_corrupt(err.msg);
     return 0;
@@ -171,6 +180,13 @@ static void refused(int slot, uint64_t asked, const char *what)
             gs_g.limits.slice_id, what, a, c, u, gs_ledger_procs(gs_g.ledger));
 }
 
+/* A charge that passed: our own count follows the slot's. */
+static int charged(uint64_t bytes)
+{
+    atomic_fetch_add(&gs_g.charged, bytes);
+    return 0;
+}
+
 int gs_mem_charge(uint64_t bytes, const char *what)
 {
     int s = gs_slot();
@@ -182,17 +198,17 @@ int gs_mem_charge(uint64_t bytes, const char *what)
         return -1;
     }
     if (GS_LIKELY(gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0))
-        return 0;
+        return charged(bytes);
     /* Over the cap: first make sure no dead process's bytes are in the way
      * (a SIGKILLed tenant's memory is free on the GPU already). */
     /* Pools may have given memory back since we last looked. */
     if (gs_mem_pools_refresh() > 0 && gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
-        return 0;
+        return charged(bytes);
     int reaped = gs_ledger_reap(gs_g.ledger, NULL);
     if (reaped > 0) {
         GS_LOGD("reclaimed %d ledger slot(s) of processes that are gone", reaped);
         if (gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
-            return 0;
+            return charged(bytes);
     }
     /* Racing allocators can both fail the optimistic check: retry a few
      * times when the cap would fit us without the others' in-flight claims. */
@@ -201,7 +217,7 @@ int gs_mem_charge(uint64_t bytes, const char *what)
             break;
         sched_yield();
         if (gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
-            return 0;
+            return charged(bytes);
     }
     if (gs_g.ledger_shared && !ledger_file_ok()) { /* said as tampering, not as the cap */
         atomic_fetch_add_explicit(&gs_g.ledger->slots[s].ooms, 1, memory_order_relaxed);
@@ -235,8 +251,10 @@ static CUresult table_full(int table, const char *what, uint64_t bytes)
 void gs_mem_uncharge(uint64_t bytes)
 {
     int s = atomic_load_explicit(&gs_g.slot, memory_order_acquire);
-    if (s >= 0 && bytes)
+    if (s >= 0 && bytes) {
+        atomic_fetch_sub(&gs_g.charged, bytes); /* before the slot: see ledger_ok */
         gs_ledger_uncharge(gs_g.ledger, s, bytes);
+    }
 }
 
 void gs_mem_after_fork(void)
@@ -244,6 +262,7 @@ void gs_mem_after_fork(void)
     /* The child owns none of the parent's device memory and must not write
      * the parent's slot: it claims its own on first use, with empty tables. */
     atomic_store(&gs_g.slot, -1);
+    atomic_store(&gs_g.charged, 0);
     atomic_store(&gs_g.oom_logged, 0);
     atomic_store(&gs_g.table_logged, 0);
     if (!gs_g.enforce)

@@ -538,7 +538,7 @@ static void test_missing_ledger_still_enforces(void **st)
 static void test_ledger_tampering_refused(void **st)
 {
     (void)st;
-    static const char *const how[] = {"hwm", "pid", "magic", "zero", "shrink"};
+    static const char *const how[] = {"hwm", "pid", "used", "magic", "zero", "shrink"};
     for (size_t i = 0; i < sizeof how / sizeof how[0]; i++) {
         struct slice s;
         mkslice(&s, GiB);

@@ -481,6 +481,8 @@ static int tamper(const char *what, size_t chunk)
         atomic_store(&l->hwm, 0);
     else if (!strcmp(what, "pid"))
         atomic_store(&l->slots[mine].pid, -1);
+    else if (!strcmp(what, "used")) /* hide what it holds: its own bytes back to 0 */
+        atomic_store(&l->slots[mine].used, 0);
     else if (!strcmp(what, "magic"))
         l->magic[0] = 'X';
     else if (!strcmp(what, "zero")) { /* truncated and grown again: all zeros */
