@@ -2,6 +2,7 @@
 #include "agent/agent.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -66,6 +67,7 @@ struct gs_agent {
     uint64_t health_seen;
     int podres_warned;
     int left_running; /* a worker was still in its call at exit: see gs_agent_destroy */
+    int served;       /* gRPC events since the last trim */
 };
 
 static uint64_t now_ms(void)
@@ -473,7 +475,7 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
     a->next_reclaim = now + 1000;
     a->next_sock_check = now + SOCKET_CHECK_MS;
     while (!*stop) {
-        gs_rpc_poll(a->rpc, LOOP_MS);
+        a->served += gs_rpc_poll(a->rpc, LOOP_MS) > 0;
         now = now_ms();
         handle_inotify(a);
         finish_register(a);
@@ -492,6 +494,14 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
         if (now >= a->next_sock_check) {
             a->next_sock_check = now + SOCKET_CHECK_MS;
             check_sockets(a);
+#ifdef __GLIBC__
+            /* After calls (large or bad messages leave C-core's freed buffers
+             * in malloc's heap): give the free memory back, so resident memory
+             * returns to its idle size. Never when idle: it costs nothing then. */
+            if (a->served)
+                malloc_trim(0);
+#endif
+            a->served = 0;
         }
     }
     GS_LOGI("stopping: closing sockets (slice state stays for running containers)");
