@@ -378,11 +378,20 @@ int gs_ledger_maybe_reap(struct gs_ledger *l, uint64_t now_ns, gs_ledger_alive_f
     return gs_ledger_reap(l, alive);
 }
 
+uint64_t gs_ledger_self_pidns(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 void gs_ledger_summarize(const struct gs_ledger *l, gs_ledger_alive_fn alive,
                          struct gs_ledger_summary *out)
 {
     struct gs_ledger *m = (struct gs_ledger *)l;
     memset(out, 0, sizeof *out);
+    uint64_t ns = atomic_load_explicit(&m->pidns, memory_order_relaxed);
+    if (!ns || ns != gs_ledger_self_pidns())
+        alive = NULL; /* the owners' pids are another namespace's: cannot judge them */
     out->first_ctx_ns = atomic_load_explicit(&m->first_ctx_ns, memory_order_relaxed);
     for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
         struct gs_ledger_slot *s = &m->slots[i];

@@ -78,7 +78,11 @@ struct gs_ledger {
     _Atomic uint64_t crit_launch_ns; /* latency-critical tenants: last launch */
     _Atomic uint64_t crit_idle_ns;   /* latency-critical tenants: last time its work was done */
     _Atomic uint64_t window_busy;    /* share-controlled tenants: 1 in its window or draining it */
-    uint64_t reserved[5];            /* zero */
+    /* The pid namespace (inode of /proc/self/ns/pid) of the processes that own
+     * slots, set by the first claim; 0 = not recorded (an older interposer).
+     * Observers judge an owner's pid only from the same namespace. */
+    _Atomic uint64_t pidns;
+    uint64_t reserved[4]; /* zero */
     struct gs_ledger_slot slots[GS_LEDGER_SLOTS];
 };
 
@@ -86,6 +90,7 @@ _Static_assert(sizeof(struct gs_ledger_slot) == 64, "ledger slot is one cache li
 _Static_assert(offsetof(struct gs_ledger, slots) == 128, "ledger header is two cache lines");
 _Static_assert(offsetof(struct gs_ledger, last_reap_ns) == 24, "ledger ABI: last_reap_ns");
 _Static_assert(offsetof(struct gs_ledger, demand_ns) == 56, "ledger ABI: demand_ns");
+_Static_assert(offsetof(struct gs_ledger, pidns) == 88, "ledger ABI: pidns");
 _Static_assert(sizeof(struct gs_ledger) == 128 + 64 * GS_LEDGER_SLOTS, "ledger ABI size");
 
 /* Creates (or re-initialises) a ledger file; mode 0666 so the tenant's user can map it. */
@@ -143,8 +148,9 @@ struct gs_ledger_summary {
     uint64_t first_ctx_ns;              /* first CUDA use (REALTIME ns), 0 = never */
 };
 /* Summarises a ledger (a snapshot, see gs_ledger_snapshot). alive decides
- * whether an owner exists; NULL takes every slot with an owner for alive (a
- * reader in another pid namespace, which cannot tell). */
+ * whether an owner exists, when the caller shares the owners' pid namespace
+ * (the ledger's pidns); otherwise, or with NULL, every slot with an owner
+ * counts as alive: a pid from another namespace says nothing here. */
 void gs_ledger_summarize(const struct gs_ledger *l, gs_ledger_alive_fn alive,
                          struct gs_ledger_summary *out);
 /* The default test: kill(pid, 0) plus /proc/<pid>/stat start time. */
@@ -153,6 +159,8 @@ int gs_ledger_pid_alive(int32_t pid, uint64_t starttime);
 int gs_ledger_reap(struct gs_ledger *l, gs_ledger_alive_fn alive);
 /* Reaps at most once per GS_LEDGER_REAP_INTERVAL_NS across all processes. */
 int gs_ledger_maybe_reap(struct gs_ledger *l, uint64_t now_ns, gs_ledger_alive_fn alive);
+/* This process's pid namespace (the inode of /proc/self/ns/pid), 0 when unknown. */
+uint64_t gs_ledger_self_pidns(void);
 /* Start time of pid from /proc (clock ticks since boot), 0 when unknown. */
 uint64_t gs_ledger_proc_starttime(int32_t pid);
 

@@ -59,6 +59,9 @@ int gs_slot(void)
         return -1;
     }
     atomic_store(&gs_g.slot_pid, pid);
+    /* Say whose pids the slots hold, so observers elsewhere do not judge them. */
+    uint64_t none = 0;
+    atomic_compare_exchange_strong(&gs_g.ledger->pidns, &none, gs_ledger_self_pidns());
     int expect = -1;
     if (!atomic_compare_exchange_strong(&gs_g.slot, &expect, got)) {
         /* Another thread of ours claimed first: give ours back. */

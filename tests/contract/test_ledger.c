@@ -117,6 +117,7 @@ static void test_summary_counts_once(void **st)
     assert_int_equal(gs_ledger_charge(l, b, 300, 1000), 0);
     atomic_store(&l->slots[b].ooms, 1); /* one request refused by the cap */
     atomic_store(&l->slots[c].launches, 7);
+    atomic_store(&l->pidns, gs_ledger_self_pidns()); /* owners in our pid namespace */
     struct gs_ledger_summary s;
     gs_ledger_summarize(l, alive_odd, &s);
     assert_int_equal(s.live, 2);   /* 101 and 103 */
@@ -128,6 +129,10 @@ static void test_summary_counts_once(void **st)
     assert_int_equal(s.launches, 7);
     gs_ledger_summarize(l, NULL, &s); /* cannot tell: every owner counts */
     assert_int_equal(s.live, 3);
+    assert_int_equal(s.used, 400);
+    atomic_store(&l->pidns, gs_ledger_self_pidns() + 1); /* owners in another namespace */
+    gs_ledger_summarize(l, alive_odd, &s);
+    assert_int_equal(s.live, 3); /* their pids are not ours to judge */
     assert_int_equal(s.used, 400);
     gs_ledger_close(l);
 }
