@@ -151,8 +151,8 @@ static char *trim(char *s)
     return s;
 }
 
-int gs_config_parse_text(const struct gs_cfg_entry *tab, size_t n, void *obj, const char *text,
-                         const char *origin, gs_error *err)
+int gs_config_each(const char *text, const char *origin, gs_config_line_fn fn, void *ud,
+                   gs_error *err)
 {
     size_t tl = strlen(text);
     char *copy = malloc(tl + 1);
@@ -180,8 +180,7 @@ int gs_config_parse_text(const struct gs_cfg_entry *tab, size_t n, void *obj, co
             break;
         }
         *eq = '\0';
-        char *k = trim(t), *v = trim(eq + 1);
-        rc = gs_config_set(tab, n, obj, k, v, err);
+        rc = fn(ud, trim(t), trim(eq + 1), err);
         if (rc < 0) {
             gs_error_wrap(err, "%s line %d", origin, line_no);
             break;
@@ -189,6 +188,25 @@ int gs_config_parse_text(const struct gs_cfg_entry *tab, size_t n, void *obj, co
     }
     free(copy);
     return rc;
+}
+
+struct set_ctx {
+    const struct gs_cfg_entry *tab;
+    size_t n;
+    void *obj;
+};
+
+static int set_line(void *ud, const char *key, const char *value, gs_error *err)
+{
+    const struct set_ctx *c = ud;
+    return gs_config_set(c->tab, c->n, c->obj, key, value, err);
+}
+
+int gs_config_parse_text(const struct gs_cfg_entry *tab, size_t n, void *obj, const char *text,
+                         const char *origin, gs_error *err)
+{
+    struct set_ctx c = {.tab = tab, .n = n, .obj = obj};
+    return gs_config_each(text, origin, set_line, &c, err);
 }
 
 int gs_config_load_file(const struct gs_cfg_entry *tab, size_t n, void *obj, const char *path,

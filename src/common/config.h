@@ -35,7 +35,13 @@ struct gs_cfg_entry {
 int gs_config_defaults(const struct gs_cfg_entry *tab, size_t n, void *obj, gs_error *err);
 int gs_config_set(const struct gs_cfg_entry *tab, size_t n, void *obj, const char *name,
                   const char *value, gs_error *err);
-/* Parses "key = value" lines; '#' starts a comment; origin names the source in errors. */
+/* Calls fn with each "key = value" line of text, key and value trimmed: '#' starts
+ * a comment, blank lines are skipped, a line without '=' is an error. fn returning
+ * < 0 stops the walk; errors name origin and the line. Returns GS_OK or fn's code. */
+typedef int (*gs_config_line_fn)(void *ud, const char *key, const char *value, gs_error *err);
+int gs_config_each(const char *text, const char *origin, gs_config_line_fn fn, void *ud,
+                   gs_error *err);
+/* Parses "key = value" lines (gs_config_each) into obj through the table. */
 int gs_config_parse_text(const struct gs_cfg_entry *tab, size_t n, void *obj, const char *text,
                          const char *origin, gs_error *err);
 /* Reads at most 64 KiB from path and parses it. */

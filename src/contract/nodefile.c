@@ -6,18 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "common/file.h"
 #include "contract/contract.h"
-
-static char *trim(char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
-        s[--n] = '\0';
-    return s;
-}
 
 /* The index of the entry for resource name, added when new; -1 when the table is full. */
 static int res_slot(struct gs_nodefile *n, const char *name)
@@ -38,8 +29,10 @@ int gs_nodefile_find(const struct gs_nodefile *n, const char *resource)
     return -1;
 }
 
-static void take(struct gs_nodefile *n, const char *key, const char *val)
+static int take(void *ud, const char *key, const char *val, gs_error *err)
 {
+    (void)err;
+    struct gs_nodefile *n = ud;
     static const size_t sp = sizeof GS_NODE_KEY_SOCKET_PREFIX - 1;
     static const size_t rp = sizeof GS_NODE_KEY_RESOURCE_PREFIX - 1;
     if (!strcmp(key, GS_NODE_KEY_BACKEND)) {
@@ -63,6 +56,7 @@ static void take(struct gs_nodefile *n, const char *key, const char *val)
             n->res[i].units = v > 0 && v < INT_MAX ? (int)v : 0;
         }
     }
+    return GS_OK;
 }
 
 int gs_nodefile_load(const char *state_root, struct gs_nodefile *out, gs_error *err)
@@ -77,16 +71,7 @@ int gs_nodefile_load(const char *state_root, struct gs_nodefile *out, gs_error *
     int rc = gs_file_read(path, 1 << 20, &text, &len, err);
     if (rc < 0)
         return rc;
-    for (char *line = text, *next; line && *line; line = next) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        char *eq = strchr(line, '=');
-        if (line[0] == '#' || !eq)
-            continue;
-        *eq = '\0';
-        take(out, trim(line), trim(eq + 1));
-    }
+    rc = gs_config_each(text, path, take, out, err);
     free(text);
-    return GS_OK;
+    return rc;
 }

@@ -1,7 +1,9 @@
 /* The agent's node file (<state root>/_agent/node): what the agent advertises
  * and where, for the readers on the same node (the doctor, the monitor). The
  * agent writes it (agent.c, publish_node) with the keys of contract.h; this is
- * its one reader. Unknown keys are skipped, so the file can grow. */
+ * its one reader. Its lines are read by gs_config_each: unknown keys are
+ * skipped, so the file can grow; a line that is not "key = value" makes it
+ * unreadable (the agent writes it whole, through a rename). */
 #ifndef GS_NODEFILE_H
 #define GS_NODEFILE_H
 
