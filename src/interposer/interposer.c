@@ -130,6 +130,16 @@ __attribute__((constructor)) static void sharing_env_at_start(void)
         apply_sharing_env(&l);
 }
 
+/* A ledger in this process's own memory, for a slice whose shared one cannot be
+ * used: the process still counts its own allocations against its cap. */
+static void private_ledger(void)
+{
+    void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED)
+        gs_g.ledger = m;
+}
+
 static void load_limits(void)
 {
     char limits[320], ledger[320];
@@ -151,10 +161,7 @@ static void load_limits(void)
         snprintf(gs_g.source, sizeof gs_g.source, "%s (not mounted)", GS_CTR_LIMITS);
         gs_g.enforce = 1;
         gs_g.cap = 0;
-        void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m != MAP_FAILED)
-            gs_g.ledger = m;
+        private_ledger();
         return;
     }
     snprintf(limits, sizeof limits, "%s/" GS_SLICE_LIMITS, dir);
@@ -194,10 +201,7 @@ static void load_limits(void)
         }
         return;
     }
-    void *m = mmap(NULL, sizeof(struct gs_ledger), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m != MAP_FAILED)
-        gs_g.ledger = m;
+    private_ledger();
     if (rc == GS_ENOENT) {
         GS_LOGW("%s; this process keeps its own count, so the cap holds per process only", err.msg);
     } else {
