@@ -33,6 +33,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import nvml_used_by_pid  # noqa: E402
 GiB, MiB = 1 << 30, 1 << 20
 
 
@@ -101,16 +103,8 @@ def start_tenant(c, cmd, mode, lib, logf, stdin=None, preload=True):
 
 
 def nvml_procs():
-    if shutil.which("nvidia-smi") is None:
-        return {}
-    p = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                       capture_output=True, text=True)
-    out = {}
-    for line in p.stdout.splitlines():
-        parts = [x.strip() for x in line.split(",")]
-        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
-            out[int(parts[0])] = int(parts[1]) * MiB
-    return out
+    """Device memory per process (common.nvml_used_by_pid); none without nvidia-smi."""
+    return nvml_used_by_pid() if shutil.which("nvidia-smi") else {}
 
 
 def audit_view(args, state, podres, env, *extra):
