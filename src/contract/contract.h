@@ -64,7 +64,6 @@
 #define GS_RES_COMPUTE_NAME "gpuslice.io/gpu-compute" /* percent of one GPU */
 #define GS_RES_REALTIME_NAME "gpuslice.io/realtime"   /* latency-critical slots */
 #define GS_RES_NVIDIA_NAME "nvidia.com/gpu"           /* replica mode, as NVIDIA's plugin */
-#define GS_RES_PREFIX "gpuslice.io/"
 #define GS_SOCK_MEMORY "gpuslice-gpu-memory.sock"
 #define GS_SOCK_COMPUTE "gpuslice-gpu-compute.sock"
 #define GS_SOCK_REALTIME "gpuslice-realtime.sock"

@@ -33,6 +33,16 @@ ok(labels.get("app.kubernetes.io/name") == "gpuslice-agent" and
    ds["spec"]["selector"]["matchLabels"] == labels,
    "pods labelled app.kubernetes.io/name=gpuslice-agent, selector matches", labels)
 
+# The node label the operator sets and the DaemonSet selects on (src/contract/contract.h).
+with open(os.path.join(SRC, "src", "contract", "contract.h")) as f:
+    label_gpu = next(line.split('"')[1] for line in f if line.startswith("#define GS_LABEL_GPU "))
+with open(os.path.join(SRC, "deploy", "README.md")) as f:
+    deploy_readme = f.read()
+ok(ds["spec"]["template"]["spec"].get("nodeSelector") == {label_gpu: "true"} and
+   "kubectl label node <node> %s=true" % label_gpu in deploy_readme,
+   "the DaemonSet selects nodes by the contract's GPU label, the one deploy/README.md has the operator set",
+   (label_gpu, ds["spec"]["template"]["spec"].get("nodeSelector")))
+
 help_text = subprocess.run([os.path.join(BUILD, "gpuslice"), "agent", "--help"],
                            capture_output=True, text=True).stdout
 settings = {}
