@@ -112,6 +112,13 @@
 /* Bumped when a field changes meaning or goes; new fields do not bump it. */
 #define GS_JSON_SCHEMA_VERSION 1
 
+/* ---- The monitor's HTTP port ---------------------------------------------------- */
+
+/* What deploy/ serves the monitor on (`--listen :9478`, the Service, the
+ * ServiceMonitor, the probes). Not 9400: dcgm-exporter has that, and a GPU node
+ * often runs both. tests/deploy checks the manifests use this number. */
+#define GS_MONITOR_PORT 9478
+
 /* ---- Metric names (the monitor's /metrics; deploy/'s rules and dashboards) ---- */
 
 #define GS_METRIC_SLICES "gpuslice_slices"
