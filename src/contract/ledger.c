@@ -393,6 +393,9 @@ void gs_ledger_summarize(const struct gs_ledger *l, gs_ledger_alive_fn alive,
     if (!ns || ns != gs_ledger_self_pidns())
         alive = NULL; /* the owners' pids are another namespace's: cannot judge them */
     out->first_ctx_ns = atomic_load_explicit(&m->first_ctx_ns, memory_order_relaxed);
+    out->gpu_ns = atomic_load_explicit(&m->gpu_ns, memory_order_relaxed);
+    out->requests = atomic_load_explicit(&m->requests, memory_order_relaxed);
+    out->request_ns = atomic_load_explicit(&m->request_ns, memory_order_relaxed);
     for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
         struct gs_ledger_slot *s = &m->slots[i];
         int32_t pid = atomic_load_explicit(&s->pid, memory_order_relaxed);

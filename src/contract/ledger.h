@@ -82,7 +82,19 @@ struct gs_ledger {
      * slots, set by the first claim; 0 = not recorded (an older interposer).
      * Observers judge an owner's pid only from the same namespace. */
     _Atomic uint64_t pidns;
-    uint64_t reserved[4]; /* zero */
+    /* What the compute controller measured (docs/monitor.md), added up by
+     * every process of the slice; zero from an interposer that did not
+     * publish them (these were the zero padding, so the layout and version
+     * are unchanged). gpu_ns: GPU time charged to the slice, as its windows
+     * are charged against its share (from the window's first launch to its
+     * drain), or for a latency-critical tenant its requests. requests and
+     * request_ns: a latency-critical tenant's requests (from the first
+     * launch after its work was seen finished, to the synchronisation that
+     * saw the request finished), and the sum of their durations. */
+    _Atomic uint64_t gpu_ns;
+    _Atomic uint64_t requests;
+    _Atomic uint64_t request_ns;
+    uint64_t reserved[1]; /* zero */
     struct gs_ledger_slot slots[GS_LEDGER_SLOTS];
 };
 
@@ -91,6 +103,8 @@ _Static_assert(offsetof(struct gs_ledger, slots) == 128, "ledger header is two c
 _Static_assert(offsetof(struct gs_ledger, last_reap_ns) == 24, "ledger ABI: last_reap_ns");
 _Static_assert(offsetof(struct gs_ledger, demand_ns) == 56, "ledger ABI: demand_ns");
 _Static_assert(offsetof(struct gs_ledger, pidns) == 88, "ledger ABI: pidns");
+_Static_assert(offsetof(struct gs_ledger, gpu_ns) == 96, "ledger ABI: gpu_ns");
+_Static_assert(offsetof(struct gs_ledger, request_ns) == 112, "ledger ABI: request_ns");
 _Static_assert(sizeof(struct gs_ledger) == 128 + 64 * GS_LEDGER_SLOTS, "ledger ABI size");
 
 /* Creates (or re-initialises) a ledger file; mode 0666 so the tenant's user can map it. */
@@ -144,8 +158,9 @@ struct gs_ledger_summary {
     int ever;      /* slots any process ever used (claimed with CUDA use or an allocation) */
     uint64_t used; /* bytes held by the live processes */
     uint64_t peak; /* the largest peak of any one process */
-    uint64_t allocs, refused, launches; /* totals over every slot, dead owners' included */
-    uint64_t first_ctx_ns;              /* first CUDA use (REALTIME ns), 0 = never */
+    uint64_t allocs, refused, launches;    /* totals over every slot, dead owners' included */
+    uint64_t first_ctx_ns;                 /* first CUDA use (REALTIME ns), 0 = never */
+    uint64_t gpu_ns, requests, request_ns; /* the header's, as published */
 };
 /* Summarises a ledger (a snapshot, see gs_ledger_snapshot). alive decides
  * whether an owner exists, when the caller shares the owners' pid namespace

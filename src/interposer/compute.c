@@ -388,6 +388,7 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t now)
     me->closed_window = me->window_start;
     uint64_t used = now > me->used_from ? now - me->used_from : 0;
     uint64_t promised = me->window_len;
+    me->charged_ns += used;
     if (used > promised)
         me->debt += used - promised;
     else

@@ -118,6 +118,8 @@ struct gs_cc_self {
     uint64_t until;      /* may launch without asking until then */
     uint64_t window_end; /* end of the window we are in */
     uint64_t debt;       /* GPU time used beyond our windows, taken off later ones */
+    uint64_t charged_ns; /* GPU time our windows were charged, in all (published as the
+                            ledger's gpu_ns: the monitor's GPU time against the share) */
     uint64_t window_start, window_len, used_from;
     uint64_t closed_window; /* start of the window we last drained */
     int in_window;          /* launched in the current window; drain before waiting */

@@ -64,6 +64,10 @@ static struct {
     _Atomic uint64_t last_launch, last_sync; /* when work was last sent / seen finished */
     _Atomic int depth;      /* next to a critical tenant: kernels left queued (CRIT_QUEUED*) */
     _Atomic int shrink_now; /* yield = shrink and a critical tenant is busy, or was just now */
+    /* A latency-critical tenant: when its request under way began (its first
+     * launch since a synchronisation), 0 = none; measured for the monitor. */
+    _Atomic uint64_t request_from;
+    uint64_t charged_published; /* of self.charged_ns, what is in the ledger's gpu_ns */
 } cc = {.lock = PTHREAD_MUTEX_INITIALIZER,
         .drain_over = PTHREAD_COND_INITIALIZER,
         .depth = CRIT_QUEUED};
@@ -175,6 +179,13 @@ static void io_publish(void *ctx, uint64_t demand_ns, int window_busy)
     atomic_store_explicit(&gs_g.ledger->demand_ns, demand_ns, memory_order_relaxed);
     atomic_store_explicit(&gs_g.ledger->window_busy, window_busy, memory_order_relaxed);
     atomic_store_explicit(&cc.last_demand, demand_ns, memory_order_relaxed);
+    /* A drained window's charge, added to the slice's GPU time (every
+     * process of the slice adds its own). */
+    if (cc.self.charged_ns != cc.charged_published) {
+        atomic_fetch_add_explicit(&gs_g.ledger->gpu_ns, cc.self.charged_ns - cc.charged_published,
+                                  memory_order_relaxed);
+        cc.charged_published = cc.self.charged_ns;
+    }
 }
 
 /* Waits for all our queued work, outside cc.lock; no step decides meanwhile. */
@@ -294,6 +305,9 @@ static inline void cc_after(CUstream s)
     if (gs_g.limits.priority == GS_PRIO_CRITICAL) {
         uint64_t now = gs_clock_ns();
         atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);
+        uint64_t none = 0;
+        if (!atomic_load_explicit(&cc.request_from, memory_order_relaxed))
+            atomic_compare_exchange_strong(&cc.request_from, &none, now); /* a request begins */
         gs_prime_launched(now);
         return;
     }
@@ -363,6 +377,19 @@ static inline int green_enter(CUstream s)
     }
 GS_CU_LAUNCH_HOOKS(LAUNCH_HOOK)
 
+/* A latency-critical tenant's request, seen finished: its duration goes to
+ * the ledger (requests, request_ns) and counts as its GPU time (gpu_ns).
+ * A synchronisation with no launch since the last adds nothing. */
+static void request_done(uint64_t now)
+{
+    uint64_t from = atomic_exchange_explicit(&cc.request_from, 0, memory_order_relaxed);
+    if (!from || now < from)
+        return;
+    atomic_fetch_add_explicit(&gs_g.ledger->requests, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&gs_g.ledger->request_ns, now - from, memory_order_relaxed);
+    atomic_fetch_add_explicit(&gs_g.ledger->gpu_ns, now - from, memory_order_relaxed);
+}
+
 /* A critical tenant's work is finished when a synchronisation returns:
  * best-effort tenants may run again. */
 static inline void synced(CUresult rc)
@@ -375,6 +402,7 @@ static inline void synced(CUresult rc)
     atomic_store_explicit(&cc.last_sync, now, memory_order_relaxed);
     if (gs_g.limits.priority == GS_PRIO_CRITICAL) {
         atomic_store_explicit(&gs_g.ledger->crit_idle_ns, now, memory_order_release);
+        request_done(now);
         gs_prime_idle(now);
     }
 }
@@ -408,4 +436,6 @@ void gs_launch_after_fork(void)
     atomic_store(&cc.last_sync, 0);
     atomic_store(&cc.depth, CRIT_QUEUED);
     atomic_store(&cc.shrink_now, 0);
+    atomic_store(&cc.request_from, 0);
+    cc.charged_published = 0;
 }

@@ -118,8 +118,14 @@ static void test_summary_counts_once(void **st)
     atomic_store(&l->slots[b].ooms, 1); /* one request refused by the cap */
     atomic_store(&l->slots[c].launches, 7);
     atomic_store(&l->pidns, gs_ledger_self_pidns()); /* owners in our pid namespace */
+    atomic_store(&l->gpu_ns, 5000);                  /* the compute controller's figures */
+    atomic_store(&l->requests, 2);
+    atomic_store(&l->request_ns, 3000);
     struct gs_ledger_summary s;
     gs_ledger_summarize(l, alive_odd, &s);
+    assert_int_equal(s.gpu_ns, 5000); /* the header's, whoever is alive */
+    assert_int_equal(s.requests, 2);
+    assert_int_equal(s.request_ns, 3000);
     assert_int_equal(s.live, 2);   /* 101 and 103 */
     assert_int_equal(s.ever, 3);   /* every claimed slot */
     assert_int_equal(s.used, 100); /* the dead owner's 300 bytes do not count */

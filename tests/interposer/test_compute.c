@@ -344,6 +344,14 @@ static void shares_case(unsigned a, unsigned b)
     if (pa < a - 3.0 || pa > a + 3.0 || pb < b - 3.0 || pb > b + 3.0)
         fail_msg("shares %u/%u achieved %.1f/%.1f", a, b, pa, pb);
     assert_true(pa + pb > 97.0); /* little lost to drains */
+    /* What the controller charged each tenant (the monitor's GPU time) is
+     * the time it had the GPU, within the drains' blur. */
+    for (int i = 0; i < 2; i++) {
+        const struct sim_tenant *t = &s.t[i];
+        double had = (double)(t->gpu_ns[0] + t->gpu_ns[1]), charged = (double)t->me.charged_ns;
+        if (charged < had * 0.95 || charged > had * 1.05 + 0.05 * SEC)
+            fail_msg("tenant %d charged %.3f s for %.3f s on the GPU", i, charged / SEC, had / SEC);
+    }
     /* Every window is closed (drained, accounted, no longer marked busy)
      * before its owner sleeps, the last one of a period included. */
     assert_int_equal(x->asleep_marked_busy, 0);
