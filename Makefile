@@ -43,7 +43,7 @@ $(BUILD)/%.o: %.c
 # The library parts first (later files use their variables), then the verbs,
 # then the tests; cli/ last: it links what the others added. docs/build.md
 # has the picture and the include rules.
-include src/common/module.mk src/kubelet/module.mk src/node/module.mk src/sim/module.mk \
+include src/common/module.mk src/kubelet/module.mk src/node/module.mk src/kube/module.mk src/sim/module.mk \
 	src/interposer/module.mk
 include src/agent/module.mk src/run/module.mk src/doctor/module.mk src/monitor/module.mk
 include examples/module.mk

@@ -11,7 +11,7 @@ from tap import Tap  # noqa: E402
 
 SRC = os.path.join(os.environ.get("GS_SRC_DIR", os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                    "src")
-LIBRARIES = {"common", "contract", "node", "kubelet", "sim", "interposer"}
+LIBRARIES = {"common", "contract", "node", "kubelet", "kube", "sim", "interposer"}
 VERBS = {"agent", "run", "doctor", "monitor"}
 # What each folder may include besides itself ("proto" is the kubelet layer's generated code).
 ALLOWED = {
@@ -19,11 +19,12 @@ ALLOWED = {
     "contract": {"common"},
     "node": {"common", "contract"},
     "kubelet": {"common", "proto"},
+    "kube": {"common"},
     "sim": {"common"},
     "interposer": {"common", "contract"},
     "agent": {"common", "contract", "node", "kubelet", "proto"},
     "run": {"common", "contract", "node"},
-    "doctor": {"common", "contract", "node"},
+    "doctor": {"common", "contract", "node", "kube"},
     "monitor": {"common", "contract", "kubelet", "node"},
     "cli": {"common", "contract"} | VERBS,
 }

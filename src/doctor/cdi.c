@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "doctor/yamljson.h"
+#include "kube/yamljson.h"
 
 static void append(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -14,8 +14,8 @@
 
 #include "common/quantity.h"
 #include "doctor/doctor.h"
-#include "doctor/kube.h"
-#include "doctor/yamljson.h"
+#include "kube/kube.h"
+#include "kube/yamljson.h"
 
 static const char *const gpu_resources[] = {GS_RES_MEMORY_NAME, GS_RES_COMPUTE_NAME,
                                             GS_RES_REALTIME_NAME, GS_RES_NVIDIA_NAME};
@@ -507,7 +507,9 @@ void gs_cluster_check(struct gs_doctor *d)
     }
     struct gs_kube k;
     gs_error err = {0};
-    int rc = gs_kube_open(d, &k, &err);
+    struct gs_kube_opts ko = {
+        .kubeconfig = d->kubeconfig, .root = d->root, .agent = "gpuslice-doctor"};
+    int rc = gs_kube_open(&k, &ko, &err);
     if (rc == GS_ENOENT) {
         struct gs_finding *f = gs_report_add(d->rep, GS_SEV_INFO, "cluster.skipped",
                                              "cluster checks skipped: no API server credentials");

@@ -25,7 +25,7 @@
 #include "contract/slice.h"
 #include "node/audit.h"
 #include "doctor/doctor.h"
-#include "doctor/yamljson.h"
+#include "kube/yamljson.h"
 
 /* What the OS, K3s and the agent need on an edge board, at the least. */
 #define UNIFIED_RESERVE (1ull << 30)

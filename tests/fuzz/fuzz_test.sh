@@ -57,7 +57,7 @@ run agent_config -DFUZZ_AGENT_CONFIG tests/fuzz/fuzz_text.c $NODE $COMMON -lyaml
 run sharing -DFUZZ_SHARING tests/fuzz/fuzz_text.c $NODE $COMMON -lyaml -ldl -lpthread
 run nodefile -DFUZZ_NODEFILE tests/fuzz/fuzz_text.c $COMMON
 run toml -DFUZZ_TOML tests/fuzz/fuzz_text.c src/doctor/toml.c $COMMON
-run yamljson -DFUZZ_YAMLJSON tests/fuzz/fuzz_text.c src/doctor/yamljson.c $COMMON -lyaml -lcjson
+run yamljson -DFUZZ_YAMLJSON tests/fuzz/fuzz_text.c src/kube/yamljson.c $COMMON -lyaml -lcjson
 if ls "$BUILD"/gen/proto/*.pb-c.c >/dev/null 2>&1; then
     run allocate tests/fuzz/fuzz_allocate.c src/agent/plugin.c $NODE src/kubelet/*.c $COMMON \
         "$BUILD"/gen/proto/*.pb-c.c -lprotobuf-c -lgrpc -lgpr -lyaml -ldl -lpthread

@@ -118,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #elif defined(FUZZ_YAMLJSON)
 #include <cjson/cJSON.h>
 
-#include "doctor/yamljson.h"
+#include "kube/yamljson.h"
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     cJSON *j = NULL;

@@ -1,5 +1,5 @@
 /* libyaml's document API into cJSON (yamljson.h says why and the limits). */
-#include "doctor/yamljson.h"
+#include "kube/yamljson.h"
 
 #include <string.h>
 

@@ -1,17 +1,19 @@
-/* The doctor's API client (kube.h). TLS goes through libcurl with the CA and
- * client certificate handed over as in-memory blobs (CURLOPT_*_BLOB, curl
- * 7.77+), so no secret is ever written to a temporary file. */
+/* The API client of the doctor and the kubectl plugin (kube.h). TLS goes through libcurl with the
+ * CA and client certificate handed over as in-memory blobs (CURLOPT_*_BLOB, curl 7.77+), so no
+ * secret is ever written to a temporary file. */
 #define _GNU_SOURCE /* asprintf */
-#include "doctor/kube.h"
+#include "kube/kube.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <curl/curl.h>
 
-#include "doctor/yamljson.h"
+#include "common/file.h"
+#include "kube/yamljson.h"
 
 #define MAX_BODY (64u << 20) /* one page of a list; a cluster's Pods fit many times over */
 #define MAX_PAGES 1000
@@ -106,7 +108,7 @@ static const cJSON *named(const cJSON *cfg, const char *list, const char *name, 
     return NULL;
 }
 
-static int load_kubeconfig(struct gs_kube *k, const char *file, gs_error *err)
+static int load_kubeconfig(struct gs_kube *k, const char *file, const char *context, gs_error *err)
 {
     char *text = NULL;
     size_t len = 0;
@@ -126,7 +128,7 @@ static int load_kubeconfig(struct gs_kube *k, const char *file, gs_error *err)
         *slash = '\0';
     else
         snprintf(dir, sizeof dir, ".");
-    const char *cur = gs_yamljson_str(cfg, "current-context");
+    const char *cur = context ? context : gs_yamljson_str(cfg, "current-context");
     const cJSON *ctx = named(cfg, "contexts", cur, "context");
     if (!ctx && !cur) { /* no current-context: the only context there is */
         const cJSON *first =
@@ -180,15 +182,22 @@ static int load_kubeconfig(struct gs_kube *k, const char *file, gs_error *err)
     return rc;
 }
 
-static int load_incluster(const struct gs_doctor *d, struct gs_kube *k, gs_error *err)
+static int rooted(const char *root, const char *abs, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s%s", root, abs);
+    return n < 0 || (size_t)n >= len ? GS_ERANGE : 0;
+}
+
+static int load_incluster(const char *root, struct gs_kube *k, gs_error *err)
 {
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     char tok[PATH_MAX], ca[PATH_MAX];
+    struct stat st;
     if (!host || !*host ||
-        gs_doctor_path(d, "/var/run/secrets/kubernetes.io/serviceaccount/token", tok, sizeof tok) ||
-        gs_doctor_path(d, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", ca, sizeof ca) ||
-        !gs_doctor_exists(d, "/var/run/secrets/kubernetes.io/serviceaccount/token"))
+        rooted(root, "/var/run/secrets/kubernetes.io/serviceaccount/token", tok, sizeof tok) ||
+        rooted(root, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", ca, sizeof ca) ||
+        stat(tok, &st) != 0)
         return GS_ENOENT;
     snprintf(k->server, sizeof k->server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s",
              host, port && *port ? port : "443");
@@ -205,28 +214,31 @@ static int load_incluster(const struct gs_doctor *d, struct gs_kube *k, gs_error
     return rc;
 }
 
-int gs_kube_open(const struct gs_doctor *d, struct gs_kube *k, gs_error *err)
+int gs_kube_open(struct gs_kube *k, const struct gs_kube_opts *o, gs_error *err)
 {
     memset(k, 0, sizeof *k);
+    const char *root = o->root ? o->root : "";
+    snprintf(k->agent, sizeof k->agent, "%s", o->agent ? o->agent : "gpuslice");
+    struct stat st;
     int rc = GS_ENOENT;
-    if (d->kubeconfig) {
-        rc = load_kubeconfig(k, d->kubeconfig, err);
+    if (o->kubeconfig) {
+        rc = load_kubeconfig(k, o->kubeconfig, o->context, err);
     } else if (getenv("KUBECONFIG") && *getenv("KUBECONFIG")) {
         /* kubectl merges a list; we read its first file and say so */
         char first[PATH_MAX];
         snprintf(first, sizeof first, "%s", getenv("KUBECONFIG"));
         first[strcspn(first, ":")] = '\0';
-        rc = load_kubeconfig(k, first, err);
+        rc = load_kubeconfig(k, first, o->context, err);
     } else {
-        rc = load_incluster(d, k, err);
-        if (rc == GS_ENOENT && !d->root[0] && gs_doctor_exists(d, "/etc/rancher/k3s/k3s.yaml"))
-            rc = load_kubeconfig(k, "/etc/rancher/k3s/k3s.yaml", err);
+        rc = load_incluster(root, k, err);
+        if (rc == GS_ENOENT && !root[0] && stat("/etc/rancher/k3s/k3s.yaml", &st) == 0)
+            rc = load_kubeconfig(k, "/etc/rancher/k3s/k3s.yaml", o->context, err);
         if (rc == GS_ENOENT)
             gs_error_set(err, GS_ENOENT,
                          "no --kubeconfig, no $KUBECONFIG, no in-cluster service account "
                          "(KUBERNETES_SERVICE_HOST and %s/var/run/secrets/kubernetes.io/"
                          "serviceaccount/token)",
-                         d->root);
+                         root);
     }
     if (rc < 0) {
         gs_kube_close(k);
@@ -311,7 +323,7 @@ static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *statu
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "gpuslice-doctor");
+    curl_easy_setopt(c, CURLOPT_USERAGENT, k->agent);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, k->insecure ? 0L : 1L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, k->insecure ? 0L : 2L);
     if (k->ca.data) {
@@ -350,6 +362,17 @@ static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *statu
             rc = gs_error_set(err, GS_EPROTO, "GET %s: the answer is not JSON", url);
     }
     free(b.s);
+    return rc;
+}
+
+int gs_kube_get(struct gs_kube *k, const char *path, cJSON **out, long *status, gs_error *err)
+{
+    char *url = NULL;
+    if (asprintf(&url, "%s%s", k->server, path) < 0)
+        return gs_error_set(err, GS_ENOMEM, "out of memory");
+    *out = NULL;
+    int rc = get_json(k, url, out, status, err);
+    free(url);
     return rc;
 }
 
