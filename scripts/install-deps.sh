@@ -11,7 +11,7 @@ TEST_PKGS="clang-format protobuf-compiler libcmocka-dev
 python3 python3-grpcio python3-grpc-tools python3-protobuf python3-yaml
 golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-goprotobuf-dev
 openssl
-podman runc mmdebstrap prometheus"
+podman runc mmdebstrap prometheus chromium"
 case "${1:-}" in
     --build) PKGS=$BUILD_PKGS ;;
     "") PKGS="$BUILD_PKGS $TEST_PKGS" ;;

@@ -40,6 +40,13 @@
 #define GS_NODE_KEY_KUBELET_DIR "kubelet_dir"   /* where the agent put its sockets */
 #define GS_NODE_KEY_SOCKET_PREFIX "socket."     /* socket.<resource> = <file name> */
 #define GS_NODE_KEY_RESOURCE_PREFIX "resource." /* resource.<name> = <units on the node> */
+/* Per GPU: gpu<index>.<field> = value (the monitor's GPU view; the agent
+ * writes context_reserve and tenants too). */
+#define GS_NODE_KEY_GPU_PREFIX "gpu"
+#define GS_NODE_GPU_UUID "uuid" /* what a slice's limits name it by (device), but on Tegra */
+#define GS_NODE_GPU_NAME "name"
+#define GS_NODE_GPU_MEMORY "memory"         /* bytes in the GPU's pool */
+#define GS_NODE_GPU_ADVERTISED "advertised" /* bytes offered to slices */
 /* NFD's local feature source: the file the agent writes in its features_dir. */
 #define GS_FEATURES_FILE "gpuslice"
 
@@ -121,12 +128,22 @@
 
 /* ---- Metric names (the monitor's /metrics; deploy/'s rules and dashboards) ---- */
 
+#define GS_METRIC_BUILD_INFO "gpuslice_build_info" /* {version, revision} 1 */
 #define GS_METRIC_SLICES "gpuslice_slices"
+/* Per GPU (labels gpu, uuid, name): */
+#define GS_METRIC_GPU_MEMORY_TOTAL "gpuslice_gpu_memory_total_bytes"
+#define GS_METRIC_GPU_MEMORY_ALLOCATABLE "gpuslice_gpu_memory_allocatable_bytes"
+#define GS_METRIC_GPU_MEMORY_ALLOCATED "gpuslice_gpu_memory_allocated_bytes"
+#define GS_METRIC_GPU_MEMORY_FREE "gpuslice_gpu_memory_free_bytes"
+#define GS_METRIC_GPU_SLICES "gpuslice_gpu_slices"
+/* Per slice (labels slice, device, simulated, namespace, pod, container): */
 #define GS_METRIC_MEMORY_LIMIT "gpuslice_slice_memory_limit_bytes"
 #define GS_METRIC_MEMORY_USED "gpuslice_slice_memory_used_bytes"
 #define GS_METRIC_MEMORY_PEAK "gpuslice_slice_memory_peak_bytes"
 #define GS_METRIC_PROCESSES "gpuslice_slice_processes"
-#define GS_METRIC_COMPUTE_SHARE "gpuslice_slice_compute_share_percent"
+#define GS_METRIC_COMPUTE_SHARE "gpuslice_slice_compute_share_ratio"
+#define GS_METRIC_GPU_SECONDS "gpuslice_slice_gpu_seconds_total"
+#define GS_METRIC_REQUEST_DURATION "gpuslice_slice_request_duration_seconds" /* _sum, _count */
 #define GS_METRIC_ALLOCATIONS "gpuslice_slice_allocations_total"
 #define GS_METRIC_OOM "gpuslice_slice_oom_total"
 #define GS_METRIC_LAUNCHES "gpuslice_slice_launches_total"

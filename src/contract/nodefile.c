@@ -29,12 +29,35 @@ int gs_nodefile_find(const struct gs_nodefile *n, const char *resource)
     return -1;
 }
 
+/* gpu<index>.<field> = val. */
+static void take_gpu(struct gs_nodefile *n, const char *key, const char *val)
+{
+    char *dot;
+    long g = strtol(key, &dot, 10);
+    if (dot == key || *dot != '.' || g < 0 || g >= GS_NODEFILE_MAX_GPUS)
+        return;
+    const char *f = dot + 1;
+    if (!strcmp(f, GS_NODE_GPU_UUID))
+        snprintf(n->gpu[g].uuid, sizeof n->gpu[g].uuid, "%s", val);
+    else if (!strcmp(f, GS_NODE_GPU_NAME))
+        snprintf(n->gpu[g].name, sizeof n->gpu[g].name, "%s", val);
+    else if (!strcmp(f, GS_NODE_GPU_MEMORY))
+        n->gpu[g].memory = strtoull(val, NULL, 10);
+    else if (!strcmp(f, GS_NODE_GPU_ADVERTISED))
+        n->gpu[g].advertised = strtoull(val, NULL, 10);
+    else
+        return;
+    if (g >= n->ngpu)
+        n->ngpu = (int)g + 1;
+}
+
 static int take(void *ud, const char *key, const char *val, gs_error *err)
 {
     (void)err;
     struct gs_nodefile *n = ud;
     static const size_t sp = sizeof GS_NODE_KEY_SOCKET_PREFIX - 1;
     static const size_t rp = sizeof GS_NODE_KEY_RESOURCE_PREFIX - 1;
+    static const size_t gp = sizeof GS_NODE_KEY_GPU_PREFIX - 1;
     if (!strcmp(key, GS_NODE_KEY_BACKEND)) {
         snprintf(n->backend, sizeof n->backend, "%s", val);
     } else if (!strcmp(key, GS_NODE_KEY_SIMULATED)) {
@@ -49,6 +72,8 @@ static int take(void *ud, const char *key, const char *val, gs_error *err)
         int i = res_slot(n, key + sp);
         if (i >= 0)
             snprintf(n->res[i].socket, sizeof n->res[i].socket, "%s", val);
+    } else if (!strncmp(key, GS_NODE_KEY_GPU_PREFIX, gp) && key[gp] >= '0' && key[gp] <= '9') {
+        take_gpu(n, key + gp, val);
     } else if (!strncmp(key, GS_NODE_KEY_RESOURCE_PREFIX, rp) && key[rp]) {
         int i = res_slot(n, key + rp);
         if (i >= 0) {

@@ -12,6 +12,7 @@
 #include "common/error.h"
 
 #define GS_NODEFILE_MAX_RES 8
+#define GS_NODEFILE_MAX_GPUS 16
 
 struct gs_nodefile {
     char backend[32];
@@ -25,6 +26,11 @@ struct gs_nodefile {
         char socket[64]; /* file name under the kubelet's device-plugins directory */
         int units;
     } res[GS_NODEFILE_MAX_RES];
+    int ngpu; /* 1 + the highest gpu<index> seen */
+    struct {
+        char uuid[96], name[96];
+        uint64_t memory, advertised; /* bytes: the pool, and what slices are offered */
+    } gpu[GS_NODEFILE_MAX_GPUS];
 };
 
 /* Reads <state_root>/_agent/node. GS_ENOENT when the agent never wrote one. */

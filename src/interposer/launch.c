@@ -323,6 +323,10 @@ static inline void count_launch(void)
         _Atomic uint64_t *c = &gs_g.ledger->slots[s].launches;
         atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
                               memory_order_relaxed);
+        /* A launch is CUDA use too: a tenant that launches before it
+         * allocates is no CPU fallback. */
+        if (GS_UNLIKELY(!atomic_load_explicit(&gs_g.ledger->slots[s].ctx_ns, memory_order_relaxed)))
+            gs_note_use();
     }
 }
 

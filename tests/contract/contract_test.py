@@ -240,6 +240,22 @@ def test_agent_tenant_monitor(pb):
             s.get("peak_process_bytes") == 1 << 30 and s.get("cuda_seen"),
             "the monitor shows what the tenant did under the agent's limits: 1 GiB cap, peak 1 GiB, "
             "1 refusal", s)
+        # The GPUs as the agent wrote them in its node file (gpu<N>.*), with the
+        # slice's cap counted as allocated on the GPU its limits name.
+        nf = {}
+        with open(os.path.join(agent.state, "_agent", "node")) as f:
+            for ln in f:
+                if " = " in ln and not ln.startswith("#"):
+                    k, v = ln.rstrip("\n").split(" = ", 1)
+                    nf[k] = v
+        g = (data.get("gpus") or [{}])[0]
+        tap(data.get("gpus_from") == "the agent's node file" and g.get("uuid") == nf.get("gpu0.uuid") and
+            g.get("name") == nf.get("gpu0.name") and g.get("memory_total_bytes") == int(nf.get("gpu0.memory", -1)) and
+            g.get("memory_allocatable_bytes") == int(nf.get("gpu0.advertised", -1)) and
+            g.get("memory_allocated_bytes") == 1 << 30 and g.get("slices") == 1 and s.get("gpu") == 0 and
+            g.get("memory_free_bytes") == int(nf.get("gpu0.advertised", 0)) - (1 << 30),
+            "the monitor's GPU view is the agent's node file: total, allocatable; the slice allocated on it",
+            (g, {k: v for k, v in nf.items() if k.startswith("gpu0.")}))
         prom = subprocess.run([GS, "monitor", "--once", "--state-root", agent.state],
                               capture_output=True, text=True, timeout=30)
         tap(prom.returncode == 0 and envs.get("GPUSLICE_SLICE_ID", "?") in prom.stdout,

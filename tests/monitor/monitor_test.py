@@ -60,17 +60,20 @@ if mport:
     base = "http://127.0.0.1:%s" % mport.group(1)
     body = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
     sid = sl[0]["id"] if sl else "?"
+    lbl = 'slice="%s",device="SIM-GPU-0000",simulated="true",namespace="",pod="",container=""' % sid
     want = ['gpuslice_slices 1',
-            'gpuslice_slice_memory_limit_bytes{slice="%s",device="SIM-GPU-0000",simulated="true",namespace="",pod=""} %d' % (sid, 1 << 30),
-            'gpuslice_slice_memory_peak_bytes{slice="%s",device="SIM-GPU-0000",simulated="true",namespace="",pod=""} %d' % (sid, 1 << 30),
-            'gpuslice_slice_oom_total{slice="%s",device="SIM-GPU-0000",simulated="true",namespace="",pod=""} 1' % sid,
-            'gpuslice_slice_cuda_seen{slice="%s",device="SIM-GPU-0000",simulated="true",namespace="",pod=""} 1' % sid]
+            'gpuslice_slice_memory_limit_bytes{%s} %d' % (lbl, 1 << 30),
+            'gpuslice_slice_memory_peak_bytes{%s} %d' % (lbl, 1 << 30),
+            'gpuslice_slice_compute_share_ratio{%s} 0.2' % lbl,
+            'gpuslice_slice_oom_total{%s} 1' % lbl,
+            'gpuslice_slice_cuda_seen{%s} 1' % lbl]
     missing = [w for w in want if w not in body.splitlines()]
     ok(not missing, "/metrics has the slice's gauges and counters in Prometheus text format", missing or body[:400])
     types = re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M)
-    ok(len(types) == 11 and all(t in ("gauge", "counter") for _, t in types) and
-       all(n.endswith("_total") == (t == "counter") for n, t in types),
-       "every metric has HELP/TYPE; counters end in _total", types)
+    helps = set(re.findall(r"^# HELP (\S+) ", body, re.M))
+    ok(len(types) >= 18 and {n for n, _ in types} == helps and
+       all(n.endswith("_total") == (t == "counter") for n, t in types if t != "summary"),
+       "every metric has HELP and TYPE; counters, and only they, end in _total", types)
     api = json.loads(urllib.request.urlopen(base + "/api/slices", timeout=5).read())
     ok(api["slices"] and api["slices"][0]["id"] == sid, "/api/slices serves the JSON view", api)
     page = urllib.request.urlopen(base + "/", timeout=5)
