@@ -45,7 +45,8 @@ $(BUILD)/%.o: %.c
 # has the picture and the include rules.
 include src/common/module.mk src/kubelet/module.mk src/node/module.mk src/kube/module.mk src/sim/module.mk \
 	src/interposer/module.mk
-include src/agent/module.mk src/run/module.mk src/doctor/module.mk src/monitor/module.mk
+include src/agent/module.mk src/run/module.mk src/doctor/module.mk src/monitor/module.mk \
+	src/kubectl/module.mk
 include examples/module.mk
 include $(wildcard tests/*/module.mk)
 include tests/module.mk

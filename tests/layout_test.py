@@ -12,7 +12,7 @@ from tap import Tap  # noqa: E402
 SRC = os.path.join(os.environ.get("GS_SRC_DIR", os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                    "src")
 LIBRARIES = {"common", "contract", "node", "kubelet", "kube", "sim", "interposer"}
-VERBS = {"agent", "run", "doctor", "monitor"}
+VERBS = {"agent", "run", "doctor", "monitor", "kubectl"}
 # What each folder may include besides itself ("proto" is the kubelet layer's generated code).
 ALLOWED = {
     "common": set(),
@@ -26,6 +26,7 @@ ALLOWED = {
     "run": {"common", "contract", "node"},
     "doctor": {"common", "contract", "node", "kube"},
     "monitor": {"common", "contract", "kubelet", "node"},
+    "kubectl": {"common", "contract", "kube"},
     "cli": {"common", "contract"} | VERBS,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -112,6 +112,32 @@ static void test_percent(void **st)
     assert_non_null(strstr(err.msg, "1 to 100"));
 }
 
+/* A size a person wrote: every unit spelling, and a bare number refused with the hint. */
+static void test_size_refuses_bare_numbers(void **st)
+{
+    (void)st;
+    static const struct {
+        const char *s;
+        uint64_t want;
+    } ok[] = {{"2048Mi", 2048ull << 20}, {"2048MiB", 2048ull << 20},
+              {"2Gi", 2ull << 30},       {"2GiB", 2ull << 30},
+              {"2048B", 2048},           {"1.5Gi", 3ull << 29}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        uint64_t v = 0;
+        gs_error err = {0};
+        if (gs_quantity_parse_size(ok[i].s, &v, &err) != 0 || v != ok[i].want)
+            fail_msg("'%s': %s, %llu", ok[i].s, err.msg, (unsigned long long)v);
+    }
+    uint64_t v = 7;
+    gs_error err = {0};
+    assert_int_equal(gs_quantity_parse_size("2048", &v, &err), GS_EINVAL);
+    assert_int_equal(v, 7);
+    assert_non_null(strstr(err.msg, "'2048' has no unit: write 2048Mi for MiB, or 2048B"));
+    assert_int_equal(gs_quantity_parse_size("", &v, &err), GS_EINVAL);
+    assert_int_equal(gs_quantity_parse_size("12x", &v, &err), GS_EINVAL);
+    assert_non_null(strstr(err.msg, "unknown unit 'x'"));
+}
+
 static void test_format(void **st)
 {
     (void)st;
@@ -161,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_rejects_garbage),
         cmocka_unit_test(test_rejects_overflow),
         cmocka_unit_test(test_percent),
+        cmocka_unit_test(test_size_refuses_bare_numbers),
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_exhaustive_short_inputs),
     };

@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "common/gs_cuda.h"
@@ -14,8 +15,17 @@
 
 int gs_cmd_version(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: gpuslice version\n\n"
+               "Prints the version, the git revision and the build facts a bug report needs:\n"
+               "the ledger ABI and limits file versions, the CUDA driver API declared, and\n"
+               "whether this is the full or the minimal build.\n");
+        return 0;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "gpuslice version: unexpected argument '%s'\n", argv[1]);
+        return 2;
+    }
     /* Build facts the doctor and bug reports need (the libnvidia-container habit). */
     printf("gpuslice %s (git %s)\n", GS_VERSION, GS_GIT_REV);
     printf("  ledger ABI version %d (%zu bytes, %d slots)\n", GS_LEDGER_VERSION,

@@ -57,7 +57,7 @@ static int set_one(const struct gs_cfg_entry *e, void *obj, const char *value, g
     switch (e->type) {
     case GS_CFG_BYTES: {
         uint64_t v;
-        int rc = gs_quantity_parse_bytes(value, &v, err);
+        int rc = gs_quantity_parse_size(value, &v, err);
         if (rc < 0)
             return gs_error_wrap(err, "setting '%s'", e->name);
         if (v < e->min || (e->max && v > e->max))

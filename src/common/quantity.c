@@ -90,6 +90,16 @@ int gs_quantity_parse_bytes(const char *s, uint64_t *out, gs_error *err)
     return GS_OK;
 }
 
+int gs_quantity_parse_size(const char *s, uint64_t *out, gs_error *err)
+{
+    if (s && *s && strspn(s, "0123456789") == strlen(s))
+        return gs_error_set(err, GS_EINVAL,
+                            "memory quantity '%s' has no unit: write %sMi for MiB, or %sB if you "
+                            "mean bytes",
+                            s, s, s);
+    return gs_quantity_parse_bytes(s, out, err);
+}
+
 int gs_quantity_parse_percent(const char *s, unsigned *out, gs_error *err)
 {
     if (!s || !*s)

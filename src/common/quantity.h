@@ -13,6 +13,11 @@
 
 /* Parses a byte quantity. Fractions round up to whole bytes. */
 int gs_quantity_parse_bytes(const char *s, uint64_t *out, gs_error *err);
+/* Parses a size a person wrote (a flag, a setting): like gs_quantity_parse_bytes,
+ * but a bare number is refused with the hint, because nvidia-smi and HAMi count
+ * in MiB and "2048" read as bytes (2 KiB) is never what was meant. "2048B" is
+ * bytes. Files gpuslice writes for itself keep plain byte counts. */
+int gs_quantity_parse_size(const char *s, uint64_t *out, gs_error *err);
 /* Parses a percentage of one GPU, 1..100, with or without '%'. */
 int gs_quantity_parse_percent(const char *s, unsigned *out, gs_error *err);
 /* Formats bytes for people: "4 GiB", "1.50 GiB", "512 MiB", "100 B". */

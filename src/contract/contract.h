@@ -155,4 +155,15 @@
 #define GS_METRIC_AUDIT_UNSLICED "gpuslice_unsliced_gpu_processes"
 #define GS_METRIC_AUDIT_UNSLICED_BYTES "gpuslice_unsliced_gpu_memory_bytes"
 
+/* ---- What deploy/ creates, as `kubectl gpuslice` finds it -------------------- */
+
+#define GS_K8S_NAMESPACE "gpuslice-system"
+#define GS_K8S_AGENT_SELECTOR "app.kubernetes.io/name=gpuslice-agent" /* the agent's Pods */
+#define GS_K8S_AGENT_CONTAINER "agent" /* where `kubectl gpuslice doctor` runs the doctor */
+#define GS_K8S_HOST_ROOT "/host"       /* the host's / in the agent's container (its root) */
+/* The named containerPort of the monitor's HTTP (/api/slices), in a Pod the
+ * selector finds: `kubectl gpuslice top` reads it through the API server's
+ * pods/proxy. */
+#define GS_K8S_MONITOR_PORT_NAME "monitor"
+
 #endif

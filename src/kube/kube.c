@@ -4,13 +4,19 @@
 #define _GNU_SOURCE /* asprintf */
 #include "kube/kube.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include "common/file.h"
 #include "kube/yamljson.h"
@@ -196,8 +202,15 @@ static int load_incluster(const char *root, struct gs_kube *k, gs_error *err)
     struct stat st;
     if (!host || !*host ||
         rooted(root, "/var/run/secrets/kubernetes.io/serviceaccount/token", tok, sizeof tok) ||
-        rooted(root, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", ca, sizeof ca) ||
-        stat(tok, &st) != 0)
+        rooted(root, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", ca, sizeof ca))
+        return GS_ENOENT;
+    /* Under a root (a fixture, or the host mounted into the agent's Pod) the
+     * service account may be the one of the Pod we run in, which is not under it. */
+    if (stat(tok, &st) != 0 &&
+        (!root[0] ||
+         rooted("", "/var/run/secrets/kubernetes.io/serviceaccount/token", tok, sizeof tok) ||
+         rooted("", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", ca, sizeof ca) ||
+         stat(tok, &st) != 0))
         return GS_ENOENT;
     snprintf(k->server, sizeof k->server, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s",
              host, port && *port ? port : "443");
@@ -299,27 +312,13 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
     return add;
 }
 
-static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *status, gs_error *err)
+/* The handle set for one request to url: timeouts, TLS verification with the
+ * kubeconfig's CA, the client certificate. */
+static void set_connection(struct gs_kube *k, CURL *c, const char *url)
 {
-    CURL *c = k->curl;
-    struct body b = {0};
-    char auth[64 + 8192];
-    struct curl_slist *hdr = curl_slist_append(NULL, "Accept: application/json");
-    if (k->token && strlen(k->token) < 8192) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", k->token);
-        struct curl_slist *h2 = hdr ? curl_slist_append(hdr, auth) : NULL;
-        memset(auth, 0, sizeof auth);
-        if (h2)
-            hdr = h2;
-    }
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
@@ -338,6 +337,27 @@ static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *statu
         curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &kb);
         curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
     }
+}
+
+static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *status, gs_error *err)
+{
+    CURL *c = k->curl;
+    struct body b = {0};
+    char auth[64 + 8192];
+    struct curl_slist *hdr = curl_slist_append(NULL, "Accept: application/json");
+    if (k->token && strlen(k->token) < 8192) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", k->token);
+        struct curl_slist *h2 = hdr ? curl_slist_append(hdr, auth) : NULL;
+        memset(auth, 0, sizeof auth);
+        if (h2)
+            hdr = h2;
+    }
+    set_connection(k, c, url);
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
     CURLcode cc = curl_easy_perform(c);
     curl_slist_free_all(hdr);
     *status = 0;
@@ -363,6 +383,14 @@ static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *statu
     }
     free(b.s);
     return rc;
+}
+
+char *gs_kube_escape(const char *s)
+{
+    char *e = curl_easy_escape(NULL, s, 0);
+    char *out = e ? strdup(e) : NULL;
+    curl_free(e);
+    return out;
 }
 
 int gs_kube_get(struct gs_kube *k, const char *path, cJSON **out, long *status, gs_error *err)
@@ -416,4 +444,362 @@ int gs_kube_list(struct gs_kube *k, const char *path, cJSON **items, long *statu
     }
     free(cont);
     return 0;
+}
+
+/* ---- exec: the pods/exec subresource over a WebSocket ----------------------
+ *
+ * The API server runs a command in a container when GET .../exec is upgraded
+ * to a WebSocket with the subprotocol v4.channel.k8s.io (what kubectl speaks
+ * since 1.30; the older SPDY upgrade is not offered here). Every binary
+ * message then starts with a stream number: 1 stdout, 2 stderr, 3 the
+ * command's end as a metav1.Status. We send nothing but pongs and the closing
+ * frame (no stdin, no tty), so only the reading half of RFC 6455 is here.
+ * Debian 12's libcurl is built without its WebSocket support (curl --version
+ * lists no ws), so libcurl carries the TLS connection (CURLOPT_CONNECT_ONLY,
+ * the same CA and client certificate as the GETs) and the framing is ours. */
+
+#define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC11B85" /* RFC 6455, section 1.3 */
+#define WS_PROTO "v4.channel.k8s.io"
+#define WS_MAX_MESSAGE (16u << 20)
+#define WS_IDLE_MS 120000 /* the doctor answers in seconds; a silent server for 2 min is gone */
+
+struct ws {
+    CURL *c;
+    unsigned char buf[16384];
+    size_t have, pos;
+    gs_error *err;
+};
+
+static int ws_wait(struct ws *w, short events)
+{
+    curl_socket_t s = CURL_SOCKET_BAD;
+    if (curl_easy_getinfo(w->c, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK || s == CURL_SOCKET_BAD)
+        return gs_error_set(w->err, GS_EIO, "exec: the connection to the API server is gone");
+    struct pollfd p = {.fd = s, .events = events};
+    int n = poll(&p, 1, WS_IDLE_MS);
+    if (n == 0)
+        return gs_error_set(w->err, GS_EIO, "exec: nothing from the API server for %d s",
+                            WS_IDLE_MS / 1000);
+    return n < 0 ? gs_error_set(w->err, GS_EIO, "exec: poll: %s", strerror(errno)) : 0;
+}
+
+static int ws_send(struct ws *w, const void *data, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        size_t n = 0;
+        CURLcode cc = curl_easy_send(w->c, (const char *)data + off, len - off, &n);
+        if (cc == CURLE_AGAIN) {
+            if (ws_wait(w, POLLOUT) < 0)
+                return GS_EIO;
+            continue;
+        }
+        if (cc != CURLE_OK)
+            return gs_error_set(w->err, GS_EIO, "exec: sending: %s", curl_easy_strerror(cc));
+        off += n;
+    }
+    return 0;
+}
+
+/* Makes at least n bytes available at w->buf + w->pos (n <= sizeof buf).
+ * Returns 1, 0 at a clean end of the connection, or a negative code. */
+static int ws_need(struct ws *w, size_t n)
+{
+    if (w->have - w->pos >= n)
+        return 1;
+    memmove(w->buf, w->buf + w->pos, w->have - w->pos);
+    w->have -= w->pos;
+    w->pos = 0;
+    while (w->have < n) {
+        size_t got = 0;
+        CURLcode cc = curl_easy_recv(w->c, w->buf + w->have, sizeof w->buf - w->have, &got);
+        if (cc == CURLE_AGAIN) {
+            if (ws_wait(w, POLLIN) < 0)
+                return GS_EIO;
+            continue;
+        }
+        if (cc != CURLE_OK)
+            return gs_error_set(w->err, GS_EIO, "exec: receiving: %s", curl_easy_strerror(cc));
+        if (got == 0)
+            return 0;
+        w->have += got;
+    }
+    return 1;
+}
+
+/* One frame from us: always masked (RFC 6455 5.3), control frames only. */
+static int ws_control(struct ws *w, unsigned opcode, const unsigned char *payload, size_t len)
+{
+    unsigned char f[2 + 4 + 125];
+    if (len > 125)
+        len = 125;
+    f[0] = (unsigned char)(0x80 | opcode);
+    f[1] = (unsigned char)(0x80 | len);
+    if (getrandom(f + 2, 4, 0) != 4)
+        memset(f + 2, 0x5a, 4);
+    for (size_t i = 0; i < len; i++)
+        f[6 + i] = payload[i] ^ f[2 + i % 4];
+    return ws_send(w, f, 6 + len);
+}
+
+/* Reads the 101 answer to the upgrade; checks the accept key and the
+ * subprotocol. On another status, the API server's own message. */
+static int ws_handshake(struct ws *w, const char *key)
+{
+    char *end = NULL;
+    for (;;) {
+        w->buf[w->have < sizeof w->buf ? w->have : sizeof w->buf - 1] = '\0';
+        end = strstr((char *)w->buf, "\r\n\r\n");
+        if (end)
+            break;
+        if (w->have >= sizeof w->buf - 1)
+            return gs_error_set(w->err, GS_EPROTO,
+                                "exec: the API server's answer has no end "
+                                "of headers");
+        int rc = ws_need(w, w->have + 1);
+        if (rc <= 0)
+            return rc < 0 ? rc
+                          : gs_error_set(w->err, GS_EPROTO,
+                                         "exec: the API server closed the connection before "
+                                         "answering the upgrade");
+    }
+    *end = '\0';
+    w->pos = (size_t)(end + 4 - (char *)w->buf);
+    char *hdrs = (char *)w->buf;
+    int code = 0;
+    if (sscanf(hdrs, "HTTP/1.%*d %d", &code) != 1)
+        return gs_error_set(w->err, GS_EPROTO, "exec: the answer is not HTTP: %.60s", hdrs);
+    if (code != 101) {
+        /* The body: a metav1.Status, read as far as Content-Length says (or the end). */
+        const char *cl = strcasestr(hdrs, "\r\nContent-Length:");
+        size_t want = cl ? strtoul(cl + 17, NULL, 10) : sizeof w->buf;
+        if (want > sizeof w->buf - 1 - w->pos)
+            want = sizeof w->buf - 1 - w->pos;
+        while (w->have - w->pos < want && ws_need(w, w->have - w->pos + 1) > 0)
+            ;
+        cJSON *st = cJSON_ParseWithLength((char *)w->buf + w->pos, w->have - w->pos);
+        const char *msg = st ? gs_yamljson_str(st, "message") : NULL;
+        int rc = gs_error_set(w->err, code == 401 || code == 403 ? GS_EBUSY : GS_EIO,
+                              "exec: HTTP %d%s%s", code, msg ? ": " : "", msg ? msg : "");
+        cJSON_Delete(st);
+        return rc;
+    }
+    unsigned char sha[20], want[64];
+    char joined[128];
+    snprintf(joined, sizeof joined, "%s%s", key, WS_GUID);
+    SHA1((const unsigned char *)joined, strlen(joined), sha);
+    EVP_EncodeBlock(want, sha, sizeof sha);
+    int accepted = 0, proto = 0;
+    for (char *line = strstr(hdrs, "\r\n"); line; line = strstr(line, "\r\n")) {
+        line += 2;
+        char *colon = strchr(line, ':');
+        char *eol = strstr(line, "\r\n");
+        if (!colon || (eol && colon > eol))
+            continue;
+        char *v = colon + 1;
+        while (*v == ' ')
+            v++;
+        size_t vl = eol ? (size_t)(eol - v) : strlen(v);
+        while (vl && v[vl - 1] == ' ')
+            vl--;
+        size_t nl = (size_t)(colon - line);
+        if (nl == 20 && !strncasecmp(line, "Sec-WebSocket-Accept", nl))
+            accepted = vl == strlen((char *)want) && !memcmp(v, want, vl);
+        else if (nl == 22 && !strncasecmp(line, "Sec-WebSocket-Protocol", nl))
+            proto = vl == strlen(WS_PROTO) && !memcmp(v, WS_PROTO, vl);
+    }
+    if (!accepted)
+        return gs_error_set(w->err, GS_EPROTO,
+                            "exec: the upgrade was answered without the right "
+                            "Sec-WebSocket-Accept (a proxy in between?)");
+    if (!proto)
+        return gs_error_set(w->err, GS_ENOTSUP,
+                            "exec: the API server did not accept the " WS_PROTO
+                            " subprotocol (Kubernetes before 1.30 without WebSocket exec?); run "
+                            "kubectl exec instead");
+    return 0;
+}
+
+/* The command's end on stream 3: {"status":"Success"}, or a Failure whose
+ * cause ExitCode carries the status. */
+static int ws_status(const char *msg, size_t len, int *exit_code, gs_error *err)
+{
+    cJSON *st = cJSON_ParseWithLength(msg, len);
+    const char *s = st ? gs_yamljson_str(st, "status") : NULL;
+    int rc = 0;
+    if (s && !strcmp(s, "Success")) {
+        *exit_code = 0;
+    } else {
+        const char *reason = st ? gs_yamljson_str(st, "reason") : NULL;
+        const cJSON *cause;
+        int found = 0;
+        cJSON_ArrayForEach(cause, cJSON_GetObjectItemCaseSensitive(
+                                      cJSON_GetObjectItemCaseSensitive(st, "details"), "causes"))
+        {
+            const char *r = gs_yamljson_str(cause, "reason"),
+                       *m = gs_yamljson_str(cause, "message");
+            if (r && m && !strcmp(r, "ExitCode")) {
+                *exit_code = atoi(m) & 0xff;
+                found = 1;
+            }
+        }
+        if (!found || !reason || strcmp(reason, "NonZeroExitCode") != 0) {
+            const char *m = st ? gs_yamljson_str(st, "message") : NULL;
+            rc = gs_error_set(err, GS_EIO, "exec failed: %s", m ? m : "(no message)");
+        }
+    }
+    cJSON_Delete(st);
+    return rc;
+}
+
+int gs_kube_exec(struct gs_kube *k, const char *path, gs_kube_sink sink, void *ud, int *exit_code,
+                 gs_error *err)
+{
+    *exit_code = -1;
+    struct ws *w = calloc(1, sizeof *w);
+    if (!w)
+        return gs_error_set(err, GS_ENOMEM, "out of memory");
+    /* A handle of its own: a connection made with CONNECT_ONLY is never handed
+     * to a later GET, and goes with the handle. */
+    w->c = curl_easy_init();
+    w->err = err;
+    if (!w->c) {
+        free(w);
+        return gs_error_set(err, GS_ENOMEM, "out of memory starting libcurl");
+    }
+    set_connection(k, w->c, k->server);
+    curl_easy_setopt(w->c, CURLOPT_CONNECT_ONLY, 1L);
+    /* ALPN must not pick HTTP/2: the upgrade is an HTTP/1.1 request. */
+    curl_easy_setopt(w->c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    CURLcode cc = curl_easy_perform(w->c);
+    int rc = 0;
+    if (cc != CURLE_OK)
+        rc = gs_error_set(err, GS_EIO, "exec: connecting to %s: %s", k->server,
+                          curl_easy_strerror(cc));
+    unsigned char raw[16];
+    char key[32], *req = NULL;
+    if (rc == 0 && getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        rc = gs_error_set(err, GS_EIO, "exec: no random bytes for the WebSocket key");
+    if (rc == 0) {
+        EVP_EncodeBlock((unsigned char *)key, raw, sizeof raw);
+        const char *host = strstr(k->server, "://");
+        host = host ? host + 3 : k->server;
+        int n = asprintf(&req,
+                         "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\nUpgrade: websocket\r\n"
+                         "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                         "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Protocol: " WS_PROTO "\r\n"
+                         "%s%s%s\r\n",
+                         path, host, k->agent, key, k->token ? "Authorization: Bearer " : "",
+                         k->token ? k->token : "", k->token ? "\r\n" : "");
+        if (n < 0) {
+            req = NULL;
+            rc = gs_error_set(err, GS_ENOMEM, "out of memory");
+        } else {
+            rc = ws_send(w, req, (size_t)n);
+            memset(req, 0, (size_t)n); /* it holds the token */
+        }
+        free(req);
+    }
+    if (rc == 0)
+        rc = ws_handshake(w, key);
+    int channel = -1, done = 0;
+    char *msg = NULL; /* stream 3's message, gathered across frames */
+    size_t msglen = 0;
+    while (rc == 0 && !done) {
+        int got = ws_need(w, 2);
+        if (got <= 0) {
+            rc = got < 0 ? got : 0;
+            break; /* the end of the connection ends the command's output */
+        }
+        unsigned char b0 = w->buf[w->pos], b1 = w->buf[w->pos + 1];
+        unsigned opcode = b0 & 0x0f;
+        size_t hl = (b1 & 0x7f) == 126 ? 4 : (b1 & 0x7f) == 127 ? 10 : 2;
+        if (b1 & 0x80) {
+            rc = gs_error_set(err, GS_EPROTO, "exec: the server sent a masked frame");
+            break;
+        }
+        if ((got = ws_need(w, hl)) <= 0) {
+            rc = got < 0 ? got : gs_error_set(err, GS_EPROTO, "exec: a frame cut short");
+            break;
+        }
+        uint64_t len = b1 & 0x7f;
+        const unsigned char *h = w->buf + w->pos;
+        if (len == 126)
+            len = (uint64_t)h[2] << 8 | h[3];
+        else if (len == 127)
+            for (int i = 0; i < 8; i++)
+                len = (i ? len << 8 : 0) | h[2 + i];
+        w->pos += hl;
+        if (len > WS_MAX_MESSAGE) {
+            rc = gs_error_set(err, GS_ERANGE, "exec: a frame of %llu bytes, above %u MiB",
+                              (unsigned long long)len, WS_MAX_MESSAGE >> 20);
+            break;
+        }
+        if (opcode >= 8 && len > 125) {
+            rc = gs_error_set(err, GS_EPROTO, "exec: a control frame longer than 125 bytes");
+            break;
+        }
+        /* The payload, in pieces of at most the buffer's size. */
+        int first = 1;
+        unsigned char ctl[125];
+        size_t ctl_len = 0;
+        while (rc == 0 && (len > 0 || first)) {
+            size_t piece = len < sizeof w->buf / 2 ? (size_t)len : sizeof w->buf / 2;
+            if (piece && (got = ws_need(w, piece)) <= 0) {
+                rc = got < 0 ? got : gs_error_set(err, GS_EPROTO, "exec: a frame cut short");
+                break;
+            }
+            const unsigned char *p = w->buf + w->pos;
+            size_t n = piece;
+            w->pos += piece;
+            len -= piece;
+            if (opcode >= 8) {
+                memcpy(ctl + ctl_len, p, n);
+                ctl_len += n;
+            } else {
+                if (first && opcode != 0) { /* a new message: its first byte is the stream */
+                    if (n == 0) {
+                        first = 0;
+                        break;
+                    }
+                    channel = p[0];
+                    p++;
+                    n--;
+                }
+                if (channel == 3 && n) {
+                    char *m = msglen + n <= WS_MAX_MESSAGE ? realloc(msg, msglen + n + 1) : NULL;
+                    if (!m) {
+                        rc = gs_error_set(err, GS_ENOMEM, "exec: the status is too large");
+                        break;
+                    }
+                    memcpy(m + msglen, p, n);
+                    msg = m;
+                    msglen += n;
+                } else if ((channel == 1 || channel == 2) && n &&
+                           sink(channel, (const char *)p, n, ud) < 0) {
+                    rc = gs_error_set(err, GS_EIO, "exec: cannot write the command's output");
+                }
+            }
+            first = 0;
+        }
+        if (rc < 0)
+            break;
+        if (opcode == 0x9) { /* ping: answer with the same bytes */
+            rc = ws_control(w, 0xA, ctl, ctl_len);
+        } else if (opcode == 0x8) { /* close: echo it, and the command is over */
+            rc = ws_control(w, 0x8, ctl, ctl_len >= 2 ? 2 : 0);
+            done = 1;
+        } else if (opcode != 0xA && opcode != 0x0 && opcode != 0x1 && opcode != 0x2) {
+            rc = gs_error_set(err, GS_EPROTO, "exec: unknown frame opcode %u", opcode);
+        }
+    }
+    if (rc == 0 && msg)
+        rc = ws_status(msg, msglen, exit_code, err);
+    else if (rc == 0)
+        rc = gs_error_set(err, GS_EPROTO,
+                          "exec: the connection ended before the command's exit status came");
+    free(msg);
+    curl_easy_cleanup(w->c);
+    free(w);
+    return rc;
 }

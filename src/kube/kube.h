@@ -44,6 +44,16 @@ void gs_kube_close(struct gs_kube *k);
 int gs_kube_list(struct gs_kube *k, const char *path, cJSON **items, long *status, gs_error *err);
 /* GETs one object (path may carry a query); *out is the parsed JSON. */
 int gs_kube_get(struct gs_kube *k, const char *path, cJSON **out, long *status, gs_error *err);
+/* Receives a command's output: stream 1 (stdout) or 2 (stderr); < 0 stops. */
+typedef int (*gs_kube_sink)(int stream, const char *buf, size_t len, void *ud);
+/* Runs the command that path names (.../pods/<pod>/exec?container=..&command=..
+ * &stdout=true&stderr=true) over a WebSocket, hands its output to sink as it
+ * comes, and sets *exit_code to its exit status. A command that could not be
+ * started (no such container) is an error with the API server's message. */
+int gs_kube_exec(struct gs_kube *k, const char *path, gs_kube_sink sink, void *ud, int *exit_code,
+                 gs_error *err);
+/* s escaped for a URL's query or path (malloc'd; NULL when out of memory). */
+char *gs_kube_escape(const char *s);
 /* Decodes base64 (whitespace ignored); returns malloc'd bytes or NULL when invalid. */
 char *gs_kube_base64(const char *in, size_t *outlen);
 

@@ -190,7 +190,7 @@ int gs_agent_config_context_reserve(const struct gs_agent_config *c, int integra
         *out = integrated ? 256ull << 20 : 608ull << 20;
         return GS_OK;
     }
-    if (gs_quantity_parse_bytes(c->context_reserve, out, err) < 0)
+    if (gs_quantity_parse_size(c->context_reserve, out, err) < 0)
         return gs_error_wrap(err, "setting 'context_reserve' (auto or a size like 512Mi)");
     return GS_OK;
 }

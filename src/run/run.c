@@ -256,15 +256,8 @@ int gs_cmd_run(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+m:c:hS", opts, NULL)) != -1) {
         switch (c) {
         case 'm':
-            if (optarg[0] && strspn(optarg, "0123456789") == strlen(optarg)) {
-                /* nvidia-smi and most sharing tools count in MiB; 2048 bytes is never meant. */
-                fprintf(stderr,
-                        "gpuslice run: --memory %s has no unit: write %sMi for MiB, or %sB if "
-                        "you mean bytes\n",
-                        optarg, optarg, optarg);
-                return 2;
-            }
-            if (gs_quantity_parse_bytes(optarg, &lim.memory, &err) < 0 || lim.memory == 0) {
+            /* A bare number is refused with the hint (nvidia-smi counts in MiB). */
+            if (gs_quantity_parse_size(optarg, &lim.memory, &err) < 0 || lim.memory == 0) {
                 fprintf(stderr, "gpuslice run: --memory: %s\n",
                         lim.memory == 0 && !err.msg[0] ? "must be above 0" : err.msg);
                 return 2;

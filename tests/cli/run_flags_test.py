@@ -20,7 +20,7 @@ def run(mem):
 
 
 p = run("2048")
-t.ok(p.returncode == 2 and "--memory 2048 has no unit: write 2048Mi for MiB, or 2048B" in p.stderr,
+t.ok(p.returncode == 2 and "--memory: memory quantity '2048' has no unit: write 2048Mi for MiB, or 2048B" in p.stderr,
      "--memory 2048 is refused with the hint (exit 2)", p.stderr)
 for ok_value, shown in (("2048Mi", "2 GiB"), ("2048B", "2 KiB"), ("1.5GiB", "1.50 GiB")):
     p = run(ok_value)
