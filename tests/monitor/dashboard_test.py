@@ -16,7 +16,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tap import Tap  # noqa: E402
+import tenants  # noqa: E402
 
 BUILD = os.path.abspath(os.environ.get("GS_BUILD_DIR", "build"))
 GS = os.path.join(BUILD, "gpuslice")
@@ -75,8 +77,7 @@ env = dict(os.environ)
 
 
 def run(args):
-    return subprocess.run([GS, "run", "--simulated", "--keep-state", "--state-root", root] + args,
-                          capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(tenants.argv(root, args), capture_output=True, text=True, env=env, timeout=120)
 
 
 # Finished: the demo hits its 1 GiB cap once, then exits.
@@ -88,13 +89,9 @@ ok(cpu.returncode == 0, "a slice held by a command that never used CUDA", cpu.st
 # Live: a latency-critical tenant's requests (2 ms kernels), and a tenant with a
 # 40 % share launching 1 ms kernels while holding 256 MiB.
 live = dict(env, GS_FAKE_KERNEL_US="2000")
-crit = subprocess.Popen([GS, "run", "--simulated", "--keep-state", "--state-root", root, "--memory", "512Mi",
-                         "--critical", "--", WORKER, "direct", "requests", "3000", "4"],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=live, start_new_session=True)
-hog = subprocess.Popen([GS, "run", "--simulated", "--keep-state", "--state-root", root, "--memory", "1Gi",
-                        "--compute", "40", "--", "sh", "-c",
-                        '"$0" direct hold 268435456 40 & "$0" direct launch 20000; wait', WORKER],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=live, start_new_session=True)
+crit = tenants.live(root, ["--memory", "512Mi", "--critical", "--", WORKER, "direct", "requests", "3000", "4"], live)
+hog = tenants.live(root, ["--memory", "1Gi", "--compute", "40", "--", "sh", "-c",
+                          '"$0" direct hold 268435456 40 & "$0" direct launch 20000; wait', WORKER], live)
 missing = os.path.join(root, "no-kubelet", "kubelet.sock")
 mon = subprocess.Popen([GS, "monitor", "--listen", "127.0.0.1:0", "--interval", "1", "--state-root", root,
                         "--pod-resources-socket", missing], stderr=subprocess.PIPE, text=True)
@@ -185,12 +182,7 @@ ok(body and 'data-fits="true"' in body.group(0),
 
 mon.terminate()
 mon.wait(timeout=10)
-for p in (crit, hog):  # each tenant is its own process group: the run, its shell, its workers
-    try:
-        os.killpg(p.pid, 15)
-    except ProcessLookupError:
-        pass
-    p.wait(timeout=30)
+tenants.stop([crit, hog])
 shutil.rmtree(root, ignore_errors=True)
 shutil.rmtree(home, ignore_errors=True)
 sys.exit(tap.done())

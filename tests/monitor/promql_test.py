@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from tap import Tap  # noqa: E402
 import promql  # noqa: E402
+import tenants  # noqa: E402
 
 BUILD = os.path.abspath(os.environ.get("GS_BUILD_DIR", "build"))
 GS = os.path.join(BUILD, "gpuslice")
@@ -42,17 +43,14 @@ ok(any("grafana" in w or w.startswith("gpuslice.json") for w, _ in exprs) and le
    "deploy/grafana/gpuslice.json has expressions to check (%d with the rules)" % len(exprs), exprs[:3])
 
 root = tempfile.mkdtemp(prefix="gs-promql-")
-run = [GS, "run", "--simulated", "--keep-state", "--state-root", root]
 live = dict(os.environ, GS_FAKE_KERNEL_US="2000")
 # Refused at its cap, then finished; a slice never used; a latency-critical tenant
 # and a tenant with a share, both live while Prometheus scrapes.
-subprocess.run(run + ["--memory", "1Gi", "--", os.path.join(BUILD, "gpuslice-demo"), "256"],
+subprocess.run(tenants.argv(root, ["--memory", "1Gi", "--", os.path.join(BUILD, "gpuslice-demo"), "256"]),
                capture_output=True, timeout=120)
-subprocess.run(run + ["--memory", "256Mi", "--", "true"], capture_output=True, timeout=120)
-kids = [subprocess.Popen(run + ["--memory", "256Mi", "--critical", "--", WORKER, "direct", "requests", "4000", "2"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=live, start_new_session=True),
-        subprocess.Popen(run + ["--memory", "512Mi", "--compute", "40", "--", WORKER, "direct", "launch", "8000"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=live, start_new_session=True)]
+subprocess.run(tenants.argv(root, ["--memory", "256Mi", "--", "true"]), capture_output=True, timeout=120)
+kids = [tenants.live(root, ["--memory", "256Mi", "--critical", "--", WORKER, "direct", "requests", "4000", "2"], live),
+        tenants.live(root, ["--memory", "512Mi", "--compute", "40", "--", WORKER, "direct", "launch", "8000"], live)]
 # The simulated NVML beside the monitor: the audit's series are there too.
 mon = subprocess.Popen([GS, "monitor", "--listen", "127.0.0.1:0", "--interval", "1", "--state-root", root,
                         "--pod-resources-socket", ""], stderr=subprocess.PIPE, text=True,
@@ -78,11 +76,6 @@ finally:
     prom.stop()
     mon.terminate()
     mon.wait(timeout=10)
-    for k in kids:
-        try:
-            os.killpg(k.pid, 15)
-        except ProcessLookupError:
-            pass
-        k.wait(timeout=30)
+    tenants.stop(kids)
     shutil.rmtree(root, ignore_errors=True)
 sys.exit(t.done())
