@@ -22,7 +22,7 @@ ALLOWED = {
     "kube": {"common"},
     "sim": {"common"},
     "interposer": {"common", "contract"},
-    "agent": {"common", "contract", "node", "kubelet", "proto"},
+    "agent": {"common", "contract", "node", "kubelet", "kube", "proto"},
     "run": {"common", "contract", "node"},
     "doctor": {"common", "contract", "node", "kube"},
     "monitor": {"common", "contract", "kubelet", "node"},

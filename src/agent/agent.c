@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "node/inventory.h"
+#include "agent/nodelabels.h"
 #include "agent/plugin.h"
 #include "node/resources.h"
 #include "kubelet/podres.h"
@@ -337,6 +338,7 @@ static void publish_node(struct gs_agent *a)
                 a->rs.r[i].name, a->rs.r[i].socket);
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         GS_LOGW("cannot write %s: %s", path, strerror(errno));
+    gs_nodelabels_publish(&a->cfg, gs_backend_name(a->inv.backend), mode);
     if (a->cfg.features_dir[0]) {
         /* NFD's local source turns these lines into node labels. */
         snprintf(path, sizeof path, "%s/" GS_FEATURES_FILE, a->cfg.features_dir);
@@ -344,7 +346,7 @@ static void publish_node(struct gs_agent *a)
         f = fopen(tmp, "we");
         if (f) {
             char lbl[32];
-            snprintf(lbl, sizeof lbl, "%lluMi", (unsigned long long)(a->cfg.memory_unit >> 20));
+            gs_nodelabels_unit(a->cfg.memory_unit, lbl, sizeof lbl);
             fprintf(f, GS_LABEL_MEMORY_UNIT "=%s\n" GS_LABEL_BACKEND "=%s\n" GS_LABEL_MODE "=%s\n",
                     lbl, gs_backend_name(a->inv.backend), mode);
             if (fclose(f) != 0 || rename(tmp, path) != 0)

@@ -146,3 +146,14 @@ void gs_quantity_format_bytes(uint64_t bytes, char *buf, size_t len)
     else
         snprintf(buf, len, "%.2f %s", (double)bytes / (double)div, units[u]);
 }
+
+void gs_quantity_format_k8s(uint64_t bytes, char *buf, size_t len)
+{
+    static const char *const sfx[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+    int u = 0;
+    while (u < 6 && bytes && bytes % 1024 == 0) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%llu%s", (unsigned long long)bytes, sfx[u]);
+}

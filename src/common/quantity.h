@@ -23,4 +23,8 @@ int gs_quantity_parse_percent(const char *s, unsigned *out, gs_error *err);
 /* Formats bytes for people: "4 GiB", "1.50 GiB", "512 MiB", "100 B". */
 void gs_quantity_format_bytes(uint64_t bytes, char *buf, size_t len);
 
+/* Formats bytes exactly as a Kubernetes quantity: "256Mi", "1Gi", "1536Ki", or the
+ * plain number when no binary suffix divides it (labels, the NFD feature file). */
+void gs_quantity_format_k8s(uint64_t bytes, char *buf, size_t len);
+
 #endif

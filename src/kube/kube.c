@@ -339,8 +339,11 @@ static void set_connection(struct gs_kube *k, CURL *c, const char *url)
     }
 }
 
-static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *status, gs_error *err)
+/* One request: GET, or PATCH with a JSON merge patch (body). *out: the answer's JSON. */
+static int request(struct gs_kube *k, const char *url, const char *patch, cJSON **out, long *status,
+                   gs_error *err)
 {
+    const char *method = patch ? "PATCH" : "GET";
     CURL *c = k->curl;
     struct body b = {0};
     char auth[64 + 8192];
@@ -352,8 +355,19 @@ static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *statu
         if (h2)
             hdr = h2;
     }
+    if (patch && hdr) {
+        struct curl_slist *h2 =
+            curl_slist_append(hdr, "Content-Type: application/merge-patch+json");
+        if (h2)
+            hdr = h2;
+    }
     set_connection(k, c, url);
-    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    if (patch) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PATCH");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, patch);
+    } else {
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
@@ -364,7 +378,7 @@ static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *statu
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
     int rc = 0;
     if (cc != CURLE_OK) {
-        rc = gs_error_set(err, GS_EIO, "GET %s: %s%s", url,
+        rc = gs_error_set(err, GS_EIO, "%s %s: %s%s", method, url,
                           b.too_big ? "answer larger than 64 MiB" : curl_easy_strerror(cc),
                           cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE
                               ? " (the server's certificate is not signed by the kubeconfig's "
@@ -374,15 +388,21 @@ static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *statu
         cJSON *st = b.s ? cJSON_Parse(b.s) : NULL;
         const char *msg = st ? gs_yamljson_str(st, "message") : NULL;
         rc = gs_error_set(err, *status == 401 || *status == 403 ? GS_EBUSY : GS_EIO,
-                          "GET %s: HTTP %ld%s%s", url, *status, msg ? ": " : "", msg ? msg : "");
+                          "%s %s: HTTP %ld%s%s", method, url, *status, msg ? ": " : "",
+                          msg ? msg : "");
         cJSON_Delete(st);
     } else {
         *out = b.s ? cJSON_ParseWithLength(b.s, b.n) : NULL;
         if (!*out)
-            rc = gs_error_set(err, GS_EPROTO, "GET %s: the answer is not JSON", url);
+            rc = gs_error_set(err, GS_EPROTO, "%s %s: the answer is not JSON", method, url);
     }
     free(b.s);
     return rc;
+}
+
+static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *status, gs_error *err)
+{
+    return request(k, url, NULL, out, status, err);
 }
 
 char *gs_kube_escape(const char *s)
@@ -400,6 +420,19 @@ int gs_kube_get(struct gs_kube *k, const char *path, cJSON **out, long *status, 
         return gs_error_set(err, GS_ENOMEM, "out of memory");
     *out = NULL;
     int rc = get_json(k, url, out, status, err);
+    free(url);
+    return rc;
+}
+
+int gs_kube_patch(struct gs_kube *k, const char *path, const char *merge_patch, long *status,
+                  gs_error *err)
+{
+    char *url = NULL;
+    if (asprintf(&url, "%s%s", k->server, path) < 0)
+        return gs_error_set(err, GS_ENOMEM, "out of memory");
+    cJSON *out = NULL;
+    int rc = request(k, url, merge_patch, &out, status, err);
+    cJSON_Delete(out);
     free(url);
     return rc;
 }

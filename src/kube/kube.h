@@ -1,8 +1,9 @@
 /* A small Kubernetes API client for the doctor and the kubectl plugin:
  * credentials from a kubeconfig (token or client certificate, CA inline or by
  * path) or the in-cluster service account; GET with timeouts and TLS
- * verification; list calls follow `continue` pages. Only GET is ever sent
- * (the doctor's tests check it). */
+ * verification; list calls follow `continue` pages; exec over a WebSocket.
+ * The doctor and the kubectl plugin only read (GET; the doctor's tests check
+ * it); the agent alone PATCHes, and only its own Node's labels. */
 #ifndef GS_KUBE_H
 #define GS_KUBE_H
 
@@ -44,6 +45,9 @@ void gs_kube_close(struct gs_kube *k);
 int gs_kube_list(struct gs_kube *k, const char *path, cJSON **items, long *status, gs_error *err);
 /* GETs one object (path may carry a query); *out is the parsed JSON. */
 int gs_kube_get(struct gs_kube *k, const char *path, cJSON **out, long *status, gs_error *err);
+/* PATCHes path with a JSON merge patch (RFC 7386). */
+int gs_kube_patch(struct gs_kube *k, const char *path, const char *merge_patch, long *status,
+                  gs_error *err);
 /* Receives a command's output: stream 1 (stdout) or 2 (stderr); < 0 stops. */
 typedef int (*gs_kube_sink)(int stream, const char *buf, size_t len, void *ud);
 /* Runs the command that path names (.../pods/<pod>/exec?container=..&command=..

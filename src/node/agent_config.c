@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "contract/contract.h"
 #include "contract/limits.h"
 #include "node/mps.h"
 #include "common/quantity.h"
@@ -95,6 +96,13 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
     {"features_dir", GS_CFG_STRING, F(features_dir), 0, S(features_dir), "", NULL,
      "also publish node facts as NFD local features here (e.g. "
      "/etc/kubernetes/node-feature-discovery/features.d)"},
+    {"node_labels", GS_CFG_ENUM, F(node_labels), 0, 0, "auto", "auto|off",
+     "auto: label this node's Node object with the memory unit, backend and mode "
+     "(" GS_LABEL_MEMORY_UNIT " ...) through the API server, when in a Pod or given kubeconfig"},
+    {"node_name", GS_CFG_STRING, F(node_name), 0, S(node_name), "", NULL,
+     "this node's name in the cluster, for node_labels (default: $NODE_NAME, else the host name)"},
+    {"kubeconfig", GS_CFG_STRING, F(kubeconfig), 0, S(kubeconfig), "", NULL,
+     "API server credentials for node_labels (default: the Pod's service account)"},
     {"log_level", GS_CFG_STRING, F(log_level), 0, S(log_level), "info", NULL,
      "error|warn|info|debug"},
 };

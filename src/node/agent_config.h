@@ -50,6 +50,9 @@ struct gs_agent_config {
     uint64_t reclaim_grace;    /* seconds */
     uint64_t pair_window_ms;
     char features_dir[256];
+    int node_labels; /* 0 auto, 1 off */
+    char node_name[256];
+    char kubeconfig[4096];
     char log_level[16];
 };
 

@@ -3,7 +3,8 @@
 kubectl plugin: loopback, TLS, the list endpoints they read (with label and
 field selectors), one Node by name, bearer-token auth, paging with
 limit/continue, and a log of every request (the doctor must only GET).
-For the plugin also the two subresources of a Pod it uses:
+PATCH of a Node's labels (the agent's node_labels) only where the scenario
+allows it. For the plugin also the two subresources of a Pod it uses:
 
 - pods/proxy: GET .../pods/NAME:PORT/proxy/PATH is passed to the address the
   scenario's "proxy" gives for "NAME:PORT" (a real monitor); an unknown one
@@ -21,7 +22,7 @@ For the plugin also the two subresources of a Pod it uses:
 
 S.json: {"nodes": [...], "pods": [...], "runtimeclasses": [...],
          "events": [...], "forbid": ["/api/v1/events", ...],
-         "proxy": {"POD:PORT": "http://127.0.0.1:N"},
+         "proxy": {"POD:PORT": "http://127.0.0.1:N"}, "patch_nodes": true,
          "exec": {"POD": {"container": "agent", "programs": {"gpuslice": "/abs/gpuslice"},
                           "paths": {"/host": "/abs/fixture"}}}}
 Prints "PORT <n>" on stdout once it listens on 127.0.0.1.
@@ -269,7 +270,34 @@ class Handler(BaseHTTPRequestHandler):
         self.record()
         self.send(405, status(405, "MethodNotAllowed", "the doctor must only read"))
 
-    do_POST = do_PUT = do_PATCH = do_DELETE = refuse
+    def do_PATCH(self):
+        """A JSON merge patch of a Node's labels (the agent's node_labels), where
+        the scenario says "patch_nodes": true; refused otherwise."""
+        cfg = self.server.cfg
+        m = ONE_NODE.match(urlsplit(self.path).path)
+        if not cfg["scenario"].get("patch_nodes") or not m:
+            return self.refuse()
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+        self.record()
+        self.note("PATCH-BODY %s %s" % (self.headers.get("Content-Type"), body.decode()))
+        if cfg["token"] and self.headers.get("Authorization") != "Bearer " + cfg["token"]:
+            return self.send(401, status(401, "Unauthorized", "Unauthorized"))
+        if self.headers.get("Content-Type") != "application/merge-patch+json":
+            return self.send(415, status(415, "UnsupportedMediaType", "not a merge patch"))
+        patch = json.loads(body)
+        with cfg["lock"]:
+            for n in cfg["scenario"].get("nodes", []):
+                if n["metadata"]["name"] == m.group(1):
+                    labels = n["metadata"].setdefault("labels", {})
+                    for k, v in patch.get("metadata", {}).get("labels", {}).items():
+                        if v is None:
+                            labels.pop(k, None)
+                        else:
+                            labels[k] = v
+                    return self.send(200, dict(n, kind="Node", apiVersion="v1"))
+        return self.send(404, status(404, "NotFound", 'nodes "%s" not found' % m.group(1)))
+
+    do_POST = do_PUT = do_DELETE = refuse
 
 
 def main():

@@ -304,6 +304,65 @@ with_api({"pods": pods[:2], "exec": {"gpuslice-agent-aaaaa": exec_spec},
           "forbid": ["/api/v1/namespaces/gpuslice-system/pods/gpuslice-agent-bbbbb/exec"]}, case_doctor)
 fix.close()
 
+# ---------------------------------------------------------------- the label: the agent writes, request reads
+
+
+def case_agent_labels(api, kc):
+    """The real agent (simulated GPU, a kubelet played by grpcio) labels its Node
+    through the API server at start; the plugin then reads that label."""
+    tmp2 = tempfile.mkdtemp(prefix="gs-kubectl-agent-")
+    dp2, _ = fk.load_protos(tmp2)
+    kdir = os.path.join(tmp2, "kubelet")
+    os.makedirs(kdir)
+    kub = fk.Kubelet(dp2, kdir)
+    kub.start()
+    interposer = os.path.join(tmp2, "libgpuslice.so")
+    open(interposer, "w").close()
+    log = open(os.path.join(tmp2, "agent.log"), "wb")
+    agent = subprocess.Popen([GS, "agent", "--backend", "simulated", "--kubelet-dir", kdir,
+                              "--state-root", os.path.join(tmp2, "state"), "--interposer-path", interposer,
+                              "--pod-resources-socket", "", "--memory-unit", "512Mi",
+                              "--kubeconfig", kc, "--node-name", "gpu-1"],
+                             stdout=log, stderr=log, env=dict(ENV, NODE_NAME="not-this-one"))
+    try:
+        kub.wait_registrations(3)
+        reqs = api.requests()
+        body = [r for r in reqs if r.startswith("PATCH-BODY ")]
+        want = {"metadata": {"labels": {"gpuslice.io/gpu-memory-unit": "512Mi",
+                                        "gpuslice.io/backend": "simulated", "gpuslice.io/mode": "fractional"}}}
+        ok("PATCH /api/v1/nodes/gpu-1" in reqs and len(body) == 1 and
+           body[0].split(" ", 2)[1] == "application/merge-patch+json" and json.loads(body[0].split(" ", 2)[2]) == want,
+           "the agent labels its own Node (node_name) with a merge patch: unit 512Mi, backend, mode", reqs)
+        p = plugin("request", "3Gi", kubeconfig=kc)
+        ok(p.returncode == 0 and "gpuslice.io/gpu-memory: 6  # 3 GiB" in p.stdout,
+           "request reads the unit the agent published: 3Gi = 6 units of 512Mi", p.stdout + p.stderr)
+    finally:
+        agent.terminate()
+        agent.wait(timeout=20)
+        kub.stop()
+        log.close()
+    with open(os.path.join(tmp2, "agent.log")) as f:
+        alog = f.read()
+    ok("labelled node gpu-1" in alog, "the agent says it labelled the node", alog[-1500:])
+    shutil.rmtree(tmp2, ignore_errors=True)
+
+
+with_api({"nodes": [node("gpu-1"), node("gpu-2")], "patch_nodes": True}, case_agent_labels)
+
+
+def case_agent_forbidden(api, kc):
+    tmp2 = tempfile.mkdtemp(prefix="gs-kubectl-agent-")
+    r = subprocess.run([GS, "agent", "--backend", "simulated", "--kubelet-dir", os.path.join(tmp2, "none"),
+                        "--state-root", os.path.join(tmp2, "state"), "--kubeconfig", kc, "--node-name", "gpu-1",
+                        "--pod-resources-socket", ""],
+                       capture_output=True, text=True, timeout=30)
+    ok("node labels not published" in r.stderr and "HTTP 405" in r.stderr,
+       "a refused PATCH is a warning that names the answer; the agent goes on to its own checks", r.stderr[-1500:])
+    shutil.rmtree(tmp2, ignore_errors=True)
+
+
+with_api({"nodes": [node("gpu-1")]}, case_agent_forbidden)
+
 # ---------------------------------------------------------------- the contract's names in deploy/
 
 contract = open(os.path.join(os.path.dirname(TESTS), "src", "contract", "contract.h")).read()
