@@ -191,28 +191,34 @@ static void audit_series(FILE *f, const struct gs_view *v, const char *name, int
     }
 }
 
+/* The audit's families are declared whether it runs or not, so that what
+ * the monitor exports does not depend on the node (deploy/'s rules name
+ * them); their samples are there only while it runs (gpuslice_audit_up 1). */
 static void audit_metrics(FILE *f, const struct gs_view *v, const struct gs_audit *a)
 {
+    int on = a && a->available;
     family(f, GS_METRIC_AUDIT_UP, "gauge",
            "1 when the audit reads the driver's per-process view (NVML).");
-    fprintf(f, GS_METRIC_AUDIT_UP " %d\n", a && a->available);
-    if (!a || !a->available)
-        return;
+    fprintf(f, GS_METRIC_AUDIT_UP " %d\n", on);
     family(f, GS_METRIC_AUDIT_BYTES, "gauge",
            "Device memory the driver charges the slice's processes (NVML, contexts included).");
-    audit_series(f, v, GS_METRIC_AUDIT_BYTES, 0);
+    if (on)
+        audit_series(f, v, GS_METRIC_AUDIT_BYTES, 0);
     family(f, GS_METRIC_AUDIT_OVER, "gauge",
            "1 when the slice holds more than its cap and one context per process: the "
            "interposer was bypassed.");
-    audit_series(f, v, GS_METRIC_AUDIT_OVER, 1);
+    if (on)
+        audit_series(f, v, GS_METRIC_AUDIT_OVER, 1);
     uint64_t ub = 0;
-    for (int i = 0; i < a->nunsliced && i < 64; i++)
+    for (int i = 0; on && i < a->nunsliced && i < 64; i++)
         ub += a->unsliced[i].bytes;
     family(f, GS_METRIC_AUDIT_UNSLICED, "gauge",
            "GPU processes that belong to no slice on this node.");
-    fprintf(f, GS_METRIC_AUDIT_UNSLICED " %d\n", a->nunsliced);
+    if (on)
+        fprintf(f, GS_METRIC_AUDIT_UNSLICED " %d\n", a->nunsliced);
     family(f, GS_METRIC_AUDIT_UNSLICED_BYTES, "gauge", "Device memory those processes hold.");
-    fprintf(f, GS_METRIC_AUDIT_UNSLICED_BYTES " %llu\n", (unsigned long long)ub);
+    if (on)
+        fprintf(f, GS_METRIC_AUDIT_UNSLICED_BYTES " %llu\n", (unsigned long long)ub);
 }
 
 char *gs_metrics_text(const struct gs_view *v, const struct gs_audit *audit)

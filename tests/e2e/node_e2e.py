@@ -210,6 +210,37 @@ class Node:
             os.unlink(self.cdi)
 
 
+def prometheus_queries(port, metrics):
+    """Debian's Prometheus scrapes the monitor's container (every second) and
+    answers the queries deploy/'s Grafana dashboard and PrometheusRules ask
+    (tests/monitor/promql.py: each names only metrics the monitor exports, and
+    each has series)."""
+    if not shutil.which("prometheus"):
+        tap.ok(True, "Prometheus's queries: prometheus not installed # skip")
+        return
+    sys.path.insert(0, os.path.join(TESTS, "monitor"))
+    import promql
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/api/slices" % port, timeout=5) as r:
+            node_name = json.load(r)["node"]
+    except (OSError, ValueError, KeyError):
+        node_name = "unknown"
+    # The node label as the ServiceMonitor's relabeling adds it.
+    prom = promql.Prometheus("127.0.0.1:%d" % port, labels={"node": node_name})
+    try:
+        tap.ok(prom.wait_scraped(samples=4), "Debian's Prometheus scrapes the monitor's container", prom.logs())
+        results = promql.check(prom, metrics)
+        tap.ok(results and all(good for good, name, _ in results if "names only" in name),
+               "every expression of deploy/'s Grafana dashboard and alert rules names only metrics the "
+               "monitor exports (%d expressions)" % (len(results) // 2),
+               [(n, d) for good, n, d in results if not good and "names only" in n])
+        tap.ok(results and all(good for good, name, _ in results if "names only" not in name),
+               "Prometheus answers each of them with series",
+               [(n, d) for good, n, d in results if not good and "names only" not in n])
+    finally:
+        prom.stop()
+
+
 def allocate(plugin, ids):
     return plugin.allocate(ids)
 
@@ -319,6 +350,7 @@ def test_node(e, tmp, pb):
                    "/metrics passes promtool check metrics and carries the Pod label", p.stdout + p.stderr)
         else:
             tap.ok(True, "/metrics: promtool not installed # skip")
+        prometheus_queries(port, metrics)
 
         # The doctor from the same image on the node root, the agent running.
         def doctor(*extra):

@@ -105,9 +105,22 @@ def metric_names(expr):
     return names
 
 
-def exported(body):
-    """The metric names a text-format scrape carries (a summary's _sum and _count included)."""
+def sampled(body):
+    """The metric names a text-format scrape has samples of (a summary's _sum and _count)."""
     return {m.group(1) for m in re.finditer(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{|\s)", body, re.M)}
+
+
+def exported(body):
+    """The metric names a scrape carries: those it has samples of, and every family it
+    declares (# TYPE), which may have none now (the audit's, while it cannot run)."""
+    names = sampled(body)
+    for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M):
+        names.add(name)
+        if kind in ("summary", "histogram"):
+            names |= {name + "_sum", name + "_count"}
+        if kind == "histogram":
+            names.add(name + "_bucket")
+    return names
 
 
 def free_port():
@@ -188,7 +201,7 @@ def check(prom, body, src=SRC):
     - every gpuslice metric it names has series in Prometheus, and so does the
       whole expression unless it is a condition (a comparison that holds only
       when something is wrong)."""
-    have = exported(body)
+    have, now = exported(body), sampled(body)
     out = []
     for where, expr in expressions(src):
         names = metric_names(expr)
@@ -201,11 +214,18 @@ def check(prom, body, src=SRC):
                     {"missing": sorted(missing), "names": sorted(names), "expr": expr}))
         q = grafana_query(expr)
         good, res = prom.query(q)
-        empty = [n for n in sorted(ours) if not (prom.query(n)[1] or [])]
+        # A family the scrape declares without samples (the audit off on this node)
+        # cannot have series; its name was checked above.
+        idle = sorted(n for n in ours if n in have and n not in now)
+        empty = [n for n in sorted(ours) if n not in idle and not (prom.query(n)[1] or [])]
         condition = re.search(r"(==|!=|>=|<=|>|<)\s*[\d.]+\s*$", q.strip()) or " > 0" in q or "== 0" in q
-        out.append((good and not empty and (bool(res) or bool(condition)),
-                    "%s: Prometheus answers it%s" % (where, "" if res or not condition else
-                                                     " (a condition, false here; its metrics have series)"),
+        note = ""
+        if idle:
+            note = " (%s: no samples in this scrape)" % ", ".join(idle)
+        elif not res and condition:
+            note = " (a condition, false here; its metrics have series)"
+        out.append((good and not empty and (bool(res) or bool(condition) or bool(idle)),
+                    "%s: Prometheus answers it%s" % (where, note),
                     {"query": q, "error": None if good else res, "metrics without series": empty,
                      "series": len(res) if good else 0}))
     return out

@@ -61,8 +61,9 @@ time.sleep(1)
 body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode() if port else ""
 node = json.loads(urllib.request.urlopen("http://127.0.0.1:%d/api/slices" % port, timeout=10).read())["node"] \
     if port else "?"
-ok("gpuslice_slice_request_duration_seconds_count" in body and "gpuslice_slice_over_cap" in body,
-   "the scrape carries every family (requests of the critical tenant, the audit's)", body[-600:])
+ok("gpuslice_slice_request_duration_seconds_count{" in body and "gpuslice_audit_up 1" in body and
+   "gpuslice_slice_over_cap{" in body,
+   "the scrape has samples of every family (requests of the critical tenant, the audit's)", body[-600:])
 ok(not {"gpuslice_nonexistent_total"} <= promql.exported(body),
    "a name the monitor does not export is not taken for one", sorted(promql.exported(body))[:5])
 
