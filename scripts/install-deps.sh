@@ -6,11 +6,12 @@ set -eu
 # without it, the tests' tools too.
 BUILD_PKGS="build-essential pkg-config make
 libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
-libmicrohttpd-dev libcjson-dev libyaml-dev libcurl4-openssl-dev"
+libmicrohttpd-dev libcjson-dev libyaml-dev libcurl4-openssl-dev libssl-dev"
 TEST_PKGS="clang-format protobuf-compiler libcmocka-dev
 python3 python3-grpcio python3-grpc-tools python3-protobuf python3-yaml
 golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-goprotobuf-dev
 openssl
+groff-base man-db zsh
 podman runc mmdebstrap prometheus chromium"
 case "${1:-}" in
     --build) PKGS=$BUILD_PKGS ;;

@@ -104,12 +104,27 @@ static void usage(FILE *out)
                  "options;\nman gpuslice and man gpuslice-<command> say more.\n");
 }
 
+/* The shells' completion scripts and kubectl's plugin completion ask here. */
+static int complete(const char *fixed_verb, int cobra, int argc, char **argv)
+{
+    struct gs_cli_verb v[sizeof verbs / sizeof verbs[0]];
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+        v[i].name = verbs[i].name;
+        v[i].fn = verb_fn(&verbs[i]);
+    }
+    return gs_cli_complete(v, sizeof v / sizeof v[0], fixed_verb, cobra, argc, argv);
+}
+
 int main(int argc, char **argv)
 {
     gs_log_init("cli");
     const char *base = strrchr(argv[0], '/');
     base = base ? base + 1 : argv[0];
-    if (!strcmp(base, "kubectl-gpuslice")) {
+    int plugin = !strcmp(base, "kubectl-gpuslice");
+    if (argc >= 2 && !strcmp(argv[1], "__complete"))
+        return complete(plugin || !strcmp(base, "kubectl_complete-gpuslice") ? "kubectl" : NULL,
+                        !strcmp(base, "kubectl_complete-gpuslice"), argc - 2, argv + 2);
+    if (plugin) {
         if (!gs_cmd_kubectl)
             return not_built("kubectl");
         gs_log_init("kubectl");
