@@ -42,19 +42,32 @@ try:
         for line in open("/proc/%d/status" % agent.pid):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
-    def cpu_ticks():
-        f = open("/proc/%d/stat" % agent.pid).read().rsplit(")", 1)[1].split()
-        return int(f[11]) + int(f[12])
-    time.sleep(1)
+    def cpu_and_wakes():
+        # Every thread's time on a CPU in ns (schedstat; the clock-tick
+        # counters of /proc/PID/stat are too coarse for an idle daemon) and
+        # its voluntary context switches (how often it woke up).
+        ns = wakes = 0
+        tdir = "/proc/%d/task" % agent.pid
+        for t in os.listdir(tdir):
+            try:
+                ns += int(open(os.path.join(tdir, t, "schedstat")).read().split()[0])
+                for line in open(os.path.join(tdir, t, "status")):
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        wakes += int(line.split()[1])
+            except OSError:
+                pass
+        return ns, wakes
+    time.sleep(3)  # past the malloc_trim that follows the last call
     idle = float(os.environ["IDLE"])
-    t0, c0 = time.monotonic(), cpu_ticks()
+    t0, (c0, w0) = time.monotonic(), cpu_and_wakes()
     time.sleep(idle)
-    t1, c1 = time.monotonic(), cpu_ticks()
-    hz = os.sysconf("SC_CLK_TCK")
-    cpu_pct = (c1 - c0) / hz / (t1 - t0) * 100
+    t1, (c1, w1) = time.monotonic(), cpu_and_wakes()
+    cpu_pct = (c1 - c0) / 1e9 / (t1 - t0) * 100
     print("slices: %d (1 simulated GPU, 16 GiB)" % slices)
     print("rss_kib: %d (VmRSS; VmHWM %d KiB)" % (status("VmRSS"), status("VmHWM")))
-    print("idle_cpu_percent: %.3f (over %.0f s)" % (cpu_pct, t1 - t0))
+    print("idle_cpu_percent: %.4f (over %.0f s, all threads, schedstat)" % (cpu_pct, t1 - t0))
+    print("idle_wakeups_per_s: %.2f (voluntary context switches, all threads)" % (
+        (w1 - w0) / (t1 - t0)))
     print("threads: %d" % status("Threads"))
     ls = sorted(lat)
     print("allocate_ms: p50 %.2f p95 %.2f max %.2f (n=%d, Python grpcio client, same host)" % (

@@ -1,9 +1,13 @@
 /* agent.c: the node daemon's loop (agent.h). */
+#define _GNU_SOURCE /* pipe2 */
 #include "agent/agent.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,14 +24,22 @@
 #include "node/resources.h"
 #include "kubelet/podres.h"
 #include "kubelet/rpc.h"
+#include "contract/contract.h"
+#include "contract/ledger.h"
 #include "contract/limits.h"
+#include "contract/slice.h"
 #include "node/mps.h"
 #include "common/log.h"
 #include "common/quantity.h"
 
-#define LOOP_MS 100 /* poll period: re-registration lands well within 1 s */
+/* The loop sleeps until something happens: a gRPC call, an inotify event
+ * (kubelet.sock created, one of our sockets deleted, the simulated health
+ * file written), a worker finishing, a GPU health change, a signal; or the
+ * next of its few timers. Idle, it wakes once per SOCKET_CHECK_MS. */
 #define REGISTER_TIMEOUT_MS 5000
-#define SOCKET_CHECK_MS 2000
+#define SOCKET_CHECK_MS 10000 /* a fallback: inotify reports a deleted socket at once */
+#define TRIM_AFTER_MS 2000    /* malloc_trim this long after the last served call */
+#define SIM_POLL_MS 1000      /* simulated health file, where it cannot be watched */
 /* SIGTERM with a call to the kubelet in flight (Register right after a kubelet
  * restart, a PodResources List): serve this long more so the kubelet's
  * callback inside Register is answered and the call ends; then leave it
@@ -37,6 +49,7 @@
 /* A blocking client call run off the loop thread (the kubelet calls us back
  * inside Register, so the loop must keep serving). */
 struct worker {
+    struct gs_rpc *wake; /* woken when the call is done */
     pthread_t th;
     int running;
     _Atomic int done;
@@ -61,15 +74,40 @@ struct gs_agent {
     struct gs_rpc *rpc;
     struct gs_rpc_server *srv[GS_RES_MAX];
     int ino_fd;
+    int wd_kubelet, wd_health; /* inotify watches: the kubelet folder, the health file's */
+    char health_base[NAME_MAX + 1];
+    int wake_pipe[2]; /* signals and stop -> the waker thread */
+    pthread_t waker;
+    int waker_running;
+    _Atomic unsigned events; /* EV_* seen by the waker, taken by the loop */
     struct worker reg, podres;
     int need_register, register_again, registered;
     uint64_t reg_retry_at, reg_backoff;
-    uint64_t next_reclaim, next_sock_check, next_sim_poll;
+    uint64_t next_reclaim, next_sock_check, next_sim_poll, next_reap;
     uint64_t health_seen;
     int podres_warned;
     int left_running; /* a worker was still in its call at exit: see gs_agent_destroy */
-    int served;       /* gRPC events since the last trim */
+    uint64_t trim_at; /* when to give freed memory back (0: nothing to give) */
 };
+
+enum {
+    EV_KUBELET_BACK = 1u << 0, /* kubelet.sock was created */
+    EV_SOCKET_GONE = 1u << 1,  /* a socket in the kubelet folder was deleted */
+    EV_HEALTH_FILE = 1u << 2,  /* the simulated backend's health file changed */
+};
+
+/* Written by gs_agent_signal (async-signal-safe), read by the waker thread. */
+static _Atomic int signal_fd = -1;
+
+void gs_agent_signal(void)
+{
+    int fd = atomic_load(&signal_fd);
+    if (fd >= 0) {
+        char c = 's';
+        ssize_t n = write(fd, &c, 1);
+        (void)n; /* a full pipe already holds a wake */
+    }
+}
 
 static uint64_t now_ms(void)
 {
@@ -89,6 +127,7 @@ static void *worker_main(void *arg)
                                   REGISTER_TIMEOUT_MS, &w->resp, &w->resp_len, &w->err);
     }
     atomic_store(&w->done, 1);
+    gs_rpc_wake(w->wake);
     return NULL;
 }
 
@@ -212,28 +251,6 @@ static void finish_register(struct gs_agent *a)
         GS_LOGI("registered %s with the kubelet (endpoint %s)", a->rs.r[i].name, a->rs.r[i].socket);
 }
 
-static void handle_inotify(struct gs_agent *a)
-{
-    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-    int kubelet_back = 0;
-    for (;;) {
-        ssize_t n = read(a->ino_fd, buf, sizeof buf);
-        if (n <= 0)
-            break;
-        for (char *p = buf; p < buf + n;) {
-            struct inotify_event *ev = (struct inotify_event *)p;
-            if (ev->len && !strcmp(ev->name, GS_KUBELET_SOCKET) &&
-                (ev->mask & (IN_CREATE | IN_MOVED_TO)))
-                kubelet_back = 1;
-            p += sizeof *ev + ev->len;
-        }
-    }
-    /* A restarting kubelet deletes every plugin socket, then creates
-     * kubelet.sock (devicemanager Start): serve again, then register. */
-    if (kubelet_back)
-        restart_servers(a, "kubelet.sock was created (the kubelet restarted)");
-}
-
 static int is_socket(const char *path)
 {
     struct stat st;
@@ -250,6 +267,155 @@ static void check_sockets(struct gs_agent *a)
             return;
         }
     }
+}
+
+/* Frees the ledger slots of tenant processes that died (their owner locks
+ * are free), so no one counts their bytes and the slots serve again, even
+ * when no process of the slice allocates any more. Tenants reap too, but
+ * only when they allocate. */
+static void reap_ledgers(struct gs_agent *a)
+{
+    DIR *d = opendir(a->cfg.state_root);
+    if (!d)
+        return;
+    struct dirent *e;
+    int total = 0;
+    while ((e = readdir(d))) {
+        if (!gs_slice_listed(e->d_name))
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s/" GS_SLICE_LEDGER, a->cfg.state_root, e->d_name);
+        gs_error err = {0};
+        int n = gs_ledger_reap_path(path, &err);
+        if (n > 0)
+            total += n;
+        else if (n < 0 && n != GS_ENOENT)
+            GS_LOGD("%s", err.msg);
+    }
+    closedir(d);
+    if (total)
+        GS_LOGI("freed %d ledger slot(s) of tenant processes that are gone", total);
+}
+
+/* Sorts one batch of inotify events into EV_* bits. */
+static unsigned inotify_bits(struct gs_agent *a, const char *buf, ssize_t n)
+{
+    unsigned bits = 0;
+    for (const char *p = buf; p < buf + n;) {
+        const struct inotify_event *ev = (const struct inotify_event *)p;
+        p += sizeof *ev + ev->len;
+        if (ev->wd == a->wd_health && ev->len && !strcmp(ev->name, a->health_base))
+            bits |= EV_HEALTH_FILE;
+        if (ev->wd != a->wd_kubelet || !ev->len)
+            continue;
+        if (!strcmp(ev->name, GS_KUBELET_SOCKET) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+            bits |= EV_KUBELET_BACK;
+        if (ev->mask & (IN_DELETE | IN_MOVED_FROM))
+            bits |= EV_SOCKET_GONE;
+    }
+    return bits;
+}
+
+/* The waker: blocks in poll on the inotify descriptor and the signal pipe,
+ * records what it saw and wakes the loop's gRPC queue. It is the only reader
+ * of both descriptors; the loop only takes the bits. */
+static void *waker_main(void *arg)
+{
+    struct gs_agent *a = arg;
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        struct pollfd p[2] = {{.fd = a->ino_fd, .events = POLLIN},
+                              {.fd = a->wake_pipe[0], .events = POLLIN}};
+        if (poll(p, 2, -1) < 0)
+            continue; /* EINTR */
+        int quit = 0;
+        if (p[1].revents) {
+            ssize_t n = read(a->wake_pipe[0], buf, sizeof buf);
+            for (ssize_t i = 0; i < n; i++)
+                quit |= buf[i] == 'q';
+        }
+        if (p[0].revents) {
+            ssize_t n;
+            while ((n = read(a->ino_fd, buf, sizeof buf)) > 0)
+                atomic_fetch_or(&a->events, inotify_bits(a, buf, n));
+        }
+        gs_rpc_wake(a->rpc); /* a signal's flag is read by the loop itself */
+        if (quit)
+            return NULL;
+    }
+}
+
+static void health_changed(void *ud)
+{
+    gs_rpc_wake(((struct gs_agent *)ud)->rpc);
+}
+
+/* inotify on the kubelet folder and, for the simulated backend, on the
+ * folder of its health file; the pipe for signals; the waker thread. */
+static int watch_start(struct gs_agent *a, gs_error *err)
+{
+    a->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    a->wd_kubelet = a->ino_fd < 0
+                        ? -1
+                        : inotify_add_watch(a->ino_fd, a->cfg.kubelet_dir,
+                                            IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM);
+    if (a->wd_kubelet < 0)
+        return gs_error_set(err, GS_EIO, "cannot watch %s with inotify: %s", a->cfg.kubelet_dir,
+                            strerror(errno));
+    a->wd_health = -1;
+    if (a->inv.simulated && a->inv.health_file[0]) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", a->inv.health_file);
+        char *slash = strrchr(dir, '/');
+        snprintf(a->health_base, sizeof a->health_base, "%.*s", NAME_MAX, slash ? slash + 1 : dir);
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+        a->wd_health =
+            inotify_add_watch(a->ino_fd, dir[0] ? dir : "/",
+                              IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_MOVED_FROM);
+        if (a->wd_health < 0)
+            GS_LOGW("cannot watch %s (%s): reading the health file every %d ms instead", dir,
+                    strerror(errno), SIM_POLL_MS);
+    }
+    if (pipe2(a->wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        return gs_error_set(err, GS_EIO, "cannot create the agent's wake pipe: %s",
+                            strerror(errno));
+    atomic_store(&signal_fd, a->wake_pipe[1]);
+    a->inv.health_notify_ud = a;
+    a->inv.health_notify = health_changed;
+    if (pthread_create(&a->waker, NULL, waker_main, a) != 0)
+        return gs_error_set(err, GS_EIO, "cannot start the agent's waker thread");
+    a->waker_running = 1;
+    return GS_OK;
+}
+
+static void watch_stop(struct gs_agent *a)
+{
+    atomic_store(&signal_fd, -1);
+    if (a->waker_running) {
+        char q = 'q';
+        while (write(a->wake_pipe[1], &q, 1) < 0 && errno == EINTR)
+            ;
+        pthread_join(a->waker, NULL);
+        a->waker_running = 0;
+    }
+    a->inv.health_notify = NULL;
+}
+
+/* Acts on what the waker saw. A restarting kubelet deletes every plugin
+ * socket, then creates kubelet.sock (devicemanager Start): serve again,
+ * then register. */
+static void handle_events(struct gs_agent *a)
+{
+    unsigned ev = atomic_exchange(&a->events, 0);
+    if (ev & EV_KUBELET_BACK)
+        restart_servers(a, "kubelet.sock was created (the kubelet restarted)");
+    else if (ev & EV_SOCKET_GONE)
+        check_sockets(a);
+    if (ev & EV_HEALTH_FILE)
+        gs_inventory_sim_poll(&a->inv);
 }
 
 static void reclaim_step(struct gs_agent *a, uint64_t now)
@@ -372,6 +538,7 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
         return gs_error_set(err, GS_ENOMEM, "out of memory creating the agent");
     a->cfg = *c;
     a->ino_fd = -1;
+    a->wake_pipe[0] = a->wake_pipe[1] = -1;
     struct gs_inventory_opts o = {
         .backend = (enum gs_backend)c->backend,
         .root = c->root,
@@ -448,6 +615,24 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
     return GS_OK;
 }
 
+/* Milliseconds until the loop's next timer, or -1 when only an event can
+ * give it work. */
+static int next_timeout(const struct gs_agent *a, uint64_t now, int kubelet_up)
+{
+    uint64_t next = a->next_sock_check;
+    if (a->need_register && !a->reg.running && kubelet_up && a->reg_retry_at < next)
+        next = a->reg_retry_at;
+    if (a->cfg.reclaim_interval && !a->podres.running && a->next_reclaim < next)
+        next = a->next_reclaim;
+    if (a->trim_at && a->trim_at < next)
+        next = a->trim_at;
+    if (a->next_reap < next)
+        next = a->next_reap;
+    if (a->inv.simulated && a->inv.health_file[0] && a->wd_health < 0 && a->next_sim_poll < next)
+        next = a->next_sim_poll;
+    return next <= now ? 0 : next - now > 60000 ? 60000 : (int)(next - now);
+}
+
 int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
 {
     struct stat st;
@@ -456,16 +641,16 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
                             "kubelet device-plugin folder %s does not exist: is this a kubelet "
                             "node? set --kubelet-dir (K3s uses /var/lib/kubelet/device-plugins)",
                             a->cfg.kubelet_dir);
-    a->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (a->ino_fd < 0 ||
-        inotify_add_watch(a->ino_fd, a->cfg.kubelet_dir, IN_CREATE | IN_MOVED_TO) < 0)
-        return gs_error_set(err, GS_EIO, "cannot watch %s with inotify: %s", a->cfg.kubelet_dir,
-                            strerror(errno));
-    int rc = servers_start(a, err);
-    if (rc < 0)
+    a->reg.wake = a->podres.wake = a->rpc;
+    int rc = watch_start(a, err);
+    if (rc == GS_OK)
+        rc = servers_start(a, err);
+    if (rc == GS_OK && a->inv.nvml && gs_inventory_nvml_watch_start(&a->inv, err) < 0)
+        rc = GS_EIO;
+    if (rc < 0) {
+        watch_stop(a);
         return rc;
-    if (a->inv.nvml && gs_inventory_nvml_watch_start(&a->inv, err) < 0)
-        return GS_EIO;
+    }
     char ks[PATH_MAX];
     socket_path(a, GS_KUBELET_SOCKET, ks, sizeof ks);
     a->need_register = 1;
@@ -476,16 +661,21 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
     uint64_t now = now_ms();
     a->next_reclaim = now + 1000;
     a->next_sock_check = now + SOCKET_CHECK_MS;
+    a->next_reap = now + a->cfg.ledger_reap_interval * 1000;
+    int kubelet_up = is_socket(ks);
     while (!*stop) {
-        a->served += gs_rpc_poll(a->rpc, LOOP_MS) > 0;
+        int served = gs_rpc_poll(a->rpc, next_timeout(a, now, kubelet_up));
         now = now_ms();
-        handle_inotify(a);
+        if (served > 0)
+            a->trim_at = now + TRIM_AFTER_MS;
+        handle_events(a);
         finish_register(a);
-        if (a->need_register && !a->reg.running && now >= a->reg_retry_at && is_socket(ks))
+        kubelet_up = is_socket(ks);
+        if (a->need_register && !a->reg.running && now >= a->reg_retry_at && kubelet_up)
             start_register(a);
-        if (a->inv.simulated && now >= a->next_sim_poll) {
+        if (a->inv.simulated && a->wd_health < 0 && now >= a->next_sim_poll) {
             gs_inventory_sim_poll(&a->inv);
-            a->next_sim_poll = now + 250;
+            a->next_sim_poll = now + SIM_POLL_MS;
         }
         uint64_t gen = atomic_load(&a->inv.health_gen);
         if (gen != a->health_seen) {
@@ -496,15 +686,20 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
         if (now >= a->next_sock_check) {
             a->next_sock_check = now + SOCKET_CHECK_MS;
             check_sockets(a);
-#ifdef __GLIBC__
-            /* After calls (large or bad messages leave C-core's freed buffers
-             * in malloc's heap): give the free memory back, so resident memory
-             * returns to its idle size. Never when idle: it costs nothing then. */
-            if (a->served)
-                malloc_trim(0);
-#endif
-            a->served = 0;
         }
+        if (now >= a->next_reap) {
+            a->next_reap = now + a->cfg.ledger_reap_interval * 1000;
+            reap_ledgers(a);
+        }
+#ifdef __GLIBC__
+        /* After calls (large or bad messages leave C-core's freed buffers in
+         * malloc's heap): give the free memory back once things are quiet, so
+         * resident memory returns to its idle size. Never when idle. */
+        if (a->trim_at && now >= a->trim_at) {
+            malloc_trim(0);
+            a->trim_at = 0;
+        }
+#endif
     }
     GS_LOGI("stopping: closing sockets (slice state stays for running containers)");
     struct worker *busy[] = {&a->reg, &a->podres};
@@ -515,6 +710,7 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
         while (busy[i]->running && !atomic_load(&busy[i]->done) && now_ms() < until)
             gs_rpc_poll(a->rpc, 10); /* serve the kubelet's call back inside Register */
     servers_stop(a);
+    watch_stop(a);
     for (size_t i = 0; i < 2; i++)
         if (busy[i]->running && !atomic_load(&busy[i]->done)) {
             GS_LOGW("%s on %s has not returned within %d ms of SIGTERM; exiting without "
@@ -541,6 +737,9 @@ int gs_agent_destroy(struct gs_agent *a)
     gs_plugin_destroy(a->plugin);
     if (a->ino_fd >= 0)
         close(a->ino_fd);
+    for (int i = 0; i < 2; i++)
+        if (a->wake_pipe[i] >= 0)
+            close(a->wake_pipe[i]);
     free(a);
     return 0;
 }

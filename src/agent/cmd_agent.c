@@ -17,6 +17,7 @@ static void on_signal(int sig)
 {
     (void)sig;
     stop_flag = 1;
+    gs_agent_signal();
 }
 
 int gs_cmd_agent(int argc, char **argv)

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ int gs_ledger_create(const char *path, gs_error *err)
     l->version = GS_LEDGER_VERSION;
     l->size = sizeof *l;
     l->nslots = GS_LEDGER_SLOTS;
+    l->flags = GS_LEDGER_F_OWNER_LOCKS;
     size_t off = 0;
     const char *p = (const char *)l;
     while (off < sizeof *l) {
@@ -125,14 +127,57 @@ int gs_ledger_open_fd(const char *path, int writable, struct gs_ledger **out, in
 
 int gs_ledger_snapshot(const char *path, struct gs_ledger *copy, gs_error *err)
 {
+    return gs_ledger_snapshot_held(path, copy, NULL, err);
+}
+
+int gs_ledger_snapshot_held(const char *path, struct gs_ledger *copy, gs_ledger_held held,
+                            gs_error *err)
+{
     int fd = open_sized(path, O_RDONLY, err);
     if (fd < 0)
         return fd;
     ssize_t r = pread(fd, copy, sizeof *copy, 0);
+    int ok = r == (ssize_t)sizeof *copy && gs_ledger_header_ok(copy);
+    if (held) {
+        /* After the copy: an owner that died since counts as dead, one that
+         * claimed since is not in the copy. */
+        int locks = ok && (atomic_load(&copy->flags) & GS_LEDGER_F_OWNER_LOCKS);
+        for (int i = 0; i < GS_LEDGER_SLOTS; i++)
+            held[i] = locks && atomic_load(&copy->slots[i].pid) > 0
+                          ? (signed char)gs_ledger_lock_held(fd, i)
+                          : -1;
+    }
     close(fd);
     if (r != (ssize_t)sizeof *copy)
         return gs_error_set(err, GS_EIO, "cannot read ledger %s (it shrank while read?)", path);
-    return gs_ledger_header_ok(copy) ? GS_OK : header_error(path, copy, err);
+    return ok ? GS_OK : header_error(path, copy, err);
+}
+
+static int lock_op(int fd, int slot, int cmd, short type)
+{
+    struct flock fl = {.l_type = type,
+                       .l_whence = SEEK_SET,
+                       .l_start = (off_t)GS_LEDGER_LOCK_BASE + slot,
+                       .l_len = 1};
+    int rc;
+    while ((rc = fcntl(fd, cmd, &fl)) < 0 && errno == EINTR)
+        ;
+    return rc < 0 ? -1 : fl.l_type != F_UNLCK;
+}
+
+int gs_ledger_lock_held(int fd, int slot)
+{
+    if (fd < 0 || slot < 0 || slot >= GS_LEDGER_SLOTS)
+        return -1;
+    /* A read lock's test: conflicts with the owner's write lock only. */
+    return lock_op(fd, slot, F_GETLK, F_RDLCK);
+}
+
+int gs_ledger_lock_take(int fd, int slot)
+{
+    if (fd < 0 || slot < 0 || slot >= GS_LEDGER_SLOTS)
+        return GS_EINVAL;
+    return lock_op(fd, slot, F_SETLK, F_WRLCK) < 0 ? GS_EIO : GS_OK;
 }
 
 void gs_ledger_close(struct gs_ledger *l)
@@ -169,6 +214,11 @@ static uint64_t owner_word(int32_t pid, uint32_t gen)
 
 int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime)
 {
+    return gs_ledger_claim_fd(l, -1, pid, starttime);
+}
+
+int gs_ledger_claim_fd(struct gs_ledger *l, int fd, int32_t pid, uint64_t starttime)
+{
     if (pid <= 0)
         return GS_EINVAL;
     for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
@@ -194,6 +244,10 @@ int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime)
         uint32_t h = atomic_load(&l->hwm);
         while (h < (uint32_t)i + 1 && !atomic_compare_exchange_weak(&l->hwm, &h, (uint32_t)i + 1))
             ;
+        /* The owner lock before the pid: a published owner always holds it.
+         * Without one, nobody may judge owners by lock any more. */
+        if ((atomic_load(&l->flags) & GS_LEDGER_F_OWNER_LOCKS) && gs_ledger_lock_take(fd, i) < 0)
+            atomic_fetch_and(&l->flags, ~(uint64_t)GS_LEDGER_F_OWNER_LOCKS);
         /* Publish: a reaper that sees pid > 0 sees the start time above. */
         atomic_store_explicit(&s->owner, owner_word(pid, gen), memory_order_seq_cst);
         return i;
@@ -344,17 +398,39 @@ int gs_ledger_pid_alive(int32_t pid, uint64_t starttime)
 
 int gs_ledger_reap(struct gs_ledger *l, gs_ledger_alive_fn alive)
 {
-    if (!alive)
-        alive = gs_ledger_pid_alive;
+    return gs_ledger_reap_fd(l, -1, -1, alive ? alive : gs_ledger_pid_alive);
+}
+
+/* 1 when the owner lock says the slot's published owner is gone: the lock
+ * is free, and the ledger still says owners hold one (read again after the
+ * test: a claimer that could not lock clears the flag first). */
+static int lock_says_dead(struct gs_ledger *l, int fd, int slot)
+{
+    if (fd < 0 || !(atomic_load(&l->flags) & GS_LEDGER_F_OWNER_LOCKS))
+        return -1;
+    int held = gs_ledger_lock_held(fd, slot);
+    if (held < 0 || !(atomic_load(&l->flags) & GS_LEDGER_F_OWNER_LOCKS))
+        return -1;
+    return !held;
+}
+
+int gs_ledger_reap_fd(struct gs_ledger *l, int fd, int self_slot, gs_ledger_alive_fn alive)
+{
     int reaped = 0;
     for (int i = 0; i < GS_LEDGER_SLOTS; i++) {
         struct gs_ledger_slot *s = &l->slots[i];
         uint64_t cur = atomic_load_explicit(&s->owner, memory_order_acquire);
         int32_t pid = (int32_t)(uint32_t)cur;
-        if (pid == 0 || pid == INT32_MIN)
+        if (pid == 0 || pid == INT32_MIN || i == self_slot)
             continue;
-        /* Being claimed: no start time yet, so only "gone" or a zombie counts. */
-        if (pid < 0 ? alive(-pid, 0) : alive(pid, atomic_load(&s->starttime)))
+        int dead = pid > 0 ? lock_says_dead(l, fd, i) : -1;
+        /* Otherwise by pid. Being claimed: no start time yet, so only
+         * "gone" or a zombie counts (its lock may not be taken yet). */
+        if (dead < 0)
+            dead = !alive || (pid < 0 ? alive(-pid, 0) : alive(pid, atomic_load(&s->starttime)))
+                       ? 0
+                       : 1;
+        if (!dead)
             continue;
         /* Only the owner word is written, and only if it still names the
          * claim we judged: freeing the slot stops its bytes counting at once,
@@ -368,14 +444,72 @@ int gs_ledger_reap(struct gs_ledger *l, gs_ledger_alive_fn alive)
     return reaped;
 }
 
-int gs_ledger_maybe_reap(struct gs_ledger *l, uint64_t now_ns, gs_ledger_alive_fn alive)
+/* The fault guard of gs_ledger_reap_path: set only while this thread
+ * touches a mapping a tenant can truncate. */
+static __thread sigjmp_buf *fault_jmp;
+static struct sigaction prev_sigbus;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    if (fault_jmp)
+        siglongjmp(*fault_jmp, 1);
+    /* Not ours: what was there before decides (by default, the process dies). */
+    if (prev_sigbus.sa_flags & SA_SIGINFO) {
+        prev_sigbus.sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (prev_sigbus.sa_handler != SIG_IGN && prev_sigbus.sa_handler != SIG_DFL) {
+        prev_sigbus.sa_handler(sig);
+        return;
+    }
+    signal(SIGBUS, SIG_DFL);
+    raise(SIGBUS);
+}
+
+int gs_ledger_reap_path(const char *path, gs_error *err)
+{
+    struct gs_ledger *l;
+    int fd = -1;
+    int rc = gs_ledger_open_fd(path, 1, &l, &fd, err);
+    if (rc < 0)
+        return rc;
+    /* The handler only for this section (and whatever was there before
+     * gets any other thread's fault meanwhile). */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &prev_sigbus);
+    sigjmp_buf jb;
+    volatile int reaped = 0;
+    if (sigsetjmp(jb, 1) == 0) {
+        fault_jmp = &jb;
+        reaped = gs_ledger_reap_fd(l, fd, -1, NULL);
+        fault_jmp = NULL;
+        rc = reaped;
+    } else {
+        fault_jmp = NULL;
+        rc = gs_error_set(err, GS_EIO,
+                          "ledger %s shrank while it was reaped (a tenant truncated it); left "
+                          "alone",
+                          path);
+    }
+    sigaction(SIGBUS, &prev_sigbus, NULL);
+    gs_ledger_close(l);
+    close(fd);
+    return rc;
+}
+
+int gs_ledger_maybe_reap(struct gs_ledger *l, uint64_t now_ns, int fd, int self_slot,
+                         gs_ledger_alive_fn alive)
 {
     uint64_t last = atomic_load_explicit(&l->last_reap_ns, memory_order_relaxed);
     if (now_ns - last < GS_LEDGER_REAP_INTERVAL_NS && now_ns >= last)
         return 0;
     if (!atomic_compare_exchange_strong(&l->last_reap_ns, &last, now_ns))
         return 0; /* another process is reaping this round */
-    return gs_ledger_reap(l, alive);
+    return gs_ledger_reap_fd(l, fd, self_slot, alive);
 }
 
 uint64_t gs_ledger_self_pidns(void)
@@ -386,6 +520,12 @@ uint64_t gs_ledger_self_pidns(void)
 
 void gs_ledger_summarize(const struct gs_ledger *l, gs_ledger_alive_fn alive,
                          struct gs_ledger_summary *out)
+{
+    gs_ledger_summarize_held(l, NULL, alive, out);
+}
+
+void gs_ledger_summarize_held(const struct gs_ledger *l, const signed char *held,
+                              gs_ledger_alive_fn alive, struct gs_ledger_summary *out)
 {
     struct gs_ledger *m = (struct gs_ledger *)l;
     memset(out, 0, sizeof *out);
@@ -404,7 +544,8 @@ void gs_ledger_summarize(const struct gs_ledger *l, gs_ledger_alive_fn alive,
         uint64_t ctx = atomic_load_explicit(&s->ctx_ns, memory_order_relaxed);
         if (start || allocs || ctx)
             out->ever++;
-        if (pid > 0 && (!alive || alive(pid, start))) {
+        int live = pid > 0 && (held && held[i] >= 0 ? held[i] : !alive || alive(pid, start));
+        if (live) {
             out->live++;
             out->used += atomic_load_explicit(&s->used, memory_order_relaxed);
         }

@@ -40,6 +40,18 @@
 /* How often, at most, an allocating process checks slots for dead owners. */
 #define GS_LEDGER_REAP_INTERVAL_NS (50ull * 1000 * 1000)
 
+/* flags: the owner of every published slot holds a POSIX write lock on the
+ * ledger file's byte GS_LEDGER_LOCK_BASE + slot (past its end: a lock needs no
+ * data), taken before it publishes its pid and held until it releases the
+ * slot or dies; the kernel drops it at death, exec, or the owner's close of
+ * the file, and a forked child does not inherit it. So any process, in any
+ * pid namespace, tells a live owner from a dead one by testing the lock
+ * (F_GETLK), where a pid from another namespace says nothing. Set by
+ * gs_ledger_create; a claimer that cannot lock (a file system without
+ * locks) clears it before publishing, and everyone judges by pid again. */
+#define GS_LEDGER_F_OWNER_LOCKS 1u
+#define GS_LEDGER_LOCK_BASE (1u << 20)
+
 struct gs_ledger_slot {
     /* Who owns the slot. pid: > 0 the owner, 0 free, < 0 being claimed by
      * -pid (its counters and start time are not yet its own). gen counts
@@ -94,7 +106,8 @@ struct gs_ledger {
     _Atomic uint64_t gpu_ns;
     _Atomic uint64_t requests;
     _Atomic uint64_t request_ns;
-    uint64_t reserved[1]; /* zero */
+    /* GS_LEDGER_F_* (was zero padding: an older ledger has none set). */
+    _Atomic uint64_t flags;
     struct gs_ledger_slot slots[GS_LEDGER_SLOTS];
 };
 
@@ -136,6 +149,14 @@ int gs_ledger_check(const struct gs_ledger *l, int slot, int32_t pid, uint32_t *
 
 /* Claims a slot for (pid, starttime); returns its index or a negative code when full. */
 int gs_ledger_claim(struct gs_ledger *l, int32_t pid, uint64_t starttime);
+/* The same for a ledger mapped from the file open as fd: takes the slot's
+ * owner lock (GS_LEDGER_F_OWNER_LOCKS) before publishing. */
+int gs_ledger_claim_fd(struct gs_ledger *l, int fd, int32_t pid, uint64_t starttime);
+/* The owner lock of slot: 1 another process holds it, 0 free, -1 unknown
+ * (no locks on this file system, or fd is not the ledger). */
+int gs_ledger_lock_held(int fd, int slot);
+/* Takes (again) the owner lock of our slot: GS_OK, or GS_EIO. */
+int gs_ledger_lock_take(int fd, int slot);
 /* Gives a slot this process claimed back (pid 0, its claim number kept). */
 void gs_ledger_release(struct gs_ledger *l, int slot);
 /* Tries to charge bytes to slot under cap; 0 on success, GS_EBUSY when it would exceed.
@@ -162,18 +183,43 @@ struct gs_ledger_summary {
     uint64_t first_ctx_ns;                 /* first CUDA use (REALTIME ns), 0 = never */
     uint64_t gpu_ns, requests, request_ns; /* the header's, as published */
 };
-/* Summarises a ledger (a snapshot, see gs_ledger_snapshot). alive decides
- * whether an owner exists, when the caller shares the owners' pid namespace
- * (the ledger's pidns); otherwise, or with NULL, every slot with an owner
- * counts as alive: a pid from another namespace says nothing here. */
+/* Whose owner lock was held when a snapshot was taken: held[i] 1 or 0, or
+ * -1 where the ledger has no owner locks (or the test failed). */
+typedef signed char gs_ledger_held[GS_LEDGER_SLOTS];
+/* gs_ledger_snapshot, then each published owner's lock tested (held may be NULL). */
+int gs_ledger_snapshot_held(const char *path, struct gs_ledger *copy, gs_ledger_held held,
+                            gs_error *err);
+/* Summarises a ledger (a snapshot, see gs_ledger_snapshot_held). An owner is
+ * judged by held[slot] where that is known (any pid namespace); otherwise by
+ * alive, when the caller shares the owners' pid namespace (the ledger's
+ * pidns); otherwise, or with NULL, every slot with an owner counts as alive:
+ * a pid from another namespace says nothing here. */
+void gs_ledger_summarize_held(const struct gs_ledger *l, const signed char *held,
+                              gs_ledger_alive_fn alive, struct gs_ledger_summary *out);
+/* The same without lock evidence (held NULL). */
 void gs_ledger_summarize(const struct gs_ledger *l, gs_ledger_alive_fn alive,
                          struct gs_ledger_summary *out);
 /* The default test: kill(pid, 0) plus /proc/<pid>/stat start time. */
 int gs_ledger_pid_alive(int32_t pid, uint64_t starttime);
 /* Reclaims slots whose owner is dead; returns how many. */
 int gs_ledger_reap(struct gs_ledger *l, gs_ledger_alive_fn alive);
-/* Reaps at most once per GS_LEDGER_REAP_INTERVAL_NS across all processes. */
-int gs_ledger_maybe_reap(struct gs_ledger *l, uint64_t now_ns, gs_ledger_alive_fn alive);
+/* The same, judging published owners by their owner lock on fd where the
+ * ledger has them, and by alive otherwise (NULL: only by lock; for a reaper
+ * in another pid namespace, such as the agent). self_slot (or -1) is the
+ * caller's own slot, never reaped: its own lock does not show to itself. */
+int gs_ledger_reap_fd(struct gs_ledger *l, int fd, int self_slot, gs_ledger_alive_fn alive);
+/* Reaps the ledger file at path from outside its slice (the agent): maps
+ * it, frees the slots whose owner lock is free (by lock only: the owners'
+ * pids are another namespace's), unmaps. A tenant may truncate its ledger
+ * under the mapping; the access then faults, and the fault is caught (a
+ * SIGBUS handler for the calling thread's guarded section) and reported as
+ * GS_EIO instead of killing the caller. Returns slots freed, or < 0. One
+ * thread of a process at a time (it sets SIGBUS's handler for the section). */
+int gs_ledger_reap_path(const char *path, gs_error *err);
+/* Reaps at most once per GS_LEDGER_REAP_INTERVAL_NS across all processes
+ * (gs_ledger_reap_fd's arguments). */
+int gs_ledger_maybe_reap(struct gs_ledger *l, uint64_t now_ns, int fd, int self_slot,
+                         gs_ledger_alive_fn alive);
 /* This process's pid namespace (the inode of /proc/self/ns/pid), 0 when unknown. */
 uint64_t gs_ledger_self_pidns(void);
 /* Start time of pid from /proc (clock ticks since boot), 0 when unknown. */

@@ -191,6 +191,7 @@ static void load_limits(void)
     int rc = gs_ledger_open_fd(ledger, 1, &gs_g.ledger, &fd, &err);
     if (rc == 0) {
         gs_g.ledger_shared = 1;
+        snprintf(gs_g.ledger_path, sizeof gs_g.ledger_path, "%s", ledger);
         struct stat st;
         if (fstat(fd, &st) == 0) {
             gs_g.ledger_dev = (uint64_t)st.st_dev;

@@ -49,6 +49,7 @@ struct gs_state {
     _Atomic int ledger_bad;
     _Atomic int ledger_fd;
     uint64_t ledger_dev, ledger_ino;
+    char ledger_path[320]; /* the shared ledger's file, to open again if the app closed ours */
     _Atomic uint32_t hwm_seen;
     /* Bytes this process charged to its slot, kept in its own memory: a slot
      * that says less has been written by someone else (memory.c, ledger_ok). */

@@ -4,6 +4,7 @@
  * every framework already handles (PyTorch raises torch.OutOfMemoryError
  * only for it: specs/cuda-interposition.md §2). */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,12 +46,16 @@ int gs_slot(void)
         return -1;
     /* Slow path, once per process (and once more after fork). */
     int32_t pid = (int32_t)getpid();
-    gs_ledger_maybe_reap(gs_g.ledger, now_ns(CLOCK_MONOTONIC) + GS_LEDGER_REAP_INTERVAL_NS * 2,
-                         NULL);
-    int got = gs_ledger_claim(gs_g.ledger, pid, gs_ledger_proc_starttime(pid));
+    int fd = atomic_load(&gs_g.ledger_fd);
+    gs_ledger_maybe_reap(gs_g.ledger, now_ns(CLOCK_MONOTONIC) + GS_LEDGER_REAP_INTERVAL_NS * 2, fd,
+                         -1, gs_ledger_pid_alive);
+    /* The owner lock on fd (ledger.h): it ends with this process, whatever
+     * pid namespace a reaper looks from. A forked child holds none of its
+     * parent's and takes its own here. */
+    int got = gs_ledger_claim_fd(gs_g.ledger, fd, pid, gs_ledger_proc_starttime(pid));
     if (got < 0) {
-        gs_ledger_reap(gs_g.ledger, NULL);
-        got = gs_ledger_claim(gs_g.ledger, pid, gs_ledger_proc_starttime(pid));
+        gs_ledger_reap_fd(gs_g.ledger, fd, -1, gs_ledger_pid_alive);
+        got = gs_ledger_claim_fd(gs_g.ledger, fd, pid, gs_ledger_proc_starttime(pid));
     }
     if (got < 0) {
         GS_LOGE("slice ledger has no free slot (%d processes use this slice); "
@@ -109,10 +114,22 @@ static int ledger_file_ok(void)
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != gs_g.ledger_dev ||
         (uint64_t)st.st_ino != gs_g.ledger_ino) {
         /* The application closed our descriptor (or the number is another
-         * file's now): the size can no longer be watched; the mapping's
-         * checks go on. */
-        atomic_compare_exchange_strong(&gs_g.ledger_fd, &fd, -1);
-        return 1;
+         * file's now), and with it our owner lock: open the file again and
+         * take the lock back. Where that fails the size can no longer be
+         * watched; the mapping's checks go on. */
+        if (!atomic_compare_exchange_strong(&gs_g.ledger_fd, &fd, -1))
+            return 1;
+        int nfd = open(gs_g.ledger_path, O_RDWR | O_CLOEXEC);
+        if (nfd < 0 || fstat(nfd, &st) != 0 || (uint64_t)st.st_dev != gs_g.ledger_dev ||
+            (uint64_t)st.st_ino != gs_g.ledger_ino) {
+            if (nfd >= 0)
+                close(nfd);
+            return 1;
+        }
+        int slot = atomic_load(&gs_g.slot);
+        if (slot >= 0)
+            (void)gs_ledger_lock_take(nfd, slot);
+        atomic_store(&gs_g.ledger_fd, nfd);
     }
     if ((uint64_t)st.st_size == sizeof(struct gs_ledger))
         return 1;
@@ -121,6 +138,13 @@ static int ledger_file_ok(void)
              sizeof(struct gs_ledger));
     ledger_corrupt(why);
     return 0;
+}
+
+/* Frees the slots of dead processes (not ours): by owner lock where the
+ * ledger has them, else by pid. */
+static int reap_others(int self)
+{
+    return gs_ledger_reap_fd(gs_g.ledger, atomic_load(&gs_g.ledger_fd), self, gs_ledger_pid_alive);
 }
 
 /* Every charge's check of the shared ledger: loads only (gs_ledger_check). */
@@ -207,7 +231,7 @@ int gs_mem_charge(uint64_t bytes, const char *what)
     /* Pools may have given memory back since we last looked. */
     if (gs_mem_pools_refresh() > 0 && gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
         return charged(bytes);
-    int reaped = gs_ledger_reap(gs_g.ledger, NULL);
+    int reaped = reap_others(s);
     if (reaped > 0) {
         GS_LOGD("reclaimed %d ledger slot(s) of processes that are gone", reaped);
         if (gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
@@ -451,7 +475,7 @@ static int fits(uint64_t bytes, uint64_t asked, const char *what)
         return 0;
     if (gs_ledger_used(gs_g.ledger) + bytes <= gs_g.cap)
         return 1;
-    gs_ledger_reap(gs_g.ledger, NULL);
+    reap_others(s);
     (void)gs_mem_pools_refresh();
     if (gs_ledger_used(gs_g.ledger) + bytes <= gs_g.cap)
         return 1;

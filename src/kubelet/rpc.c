@@ -6,6 +6,7 @@
  * points at the call, so the call must outlive all of them). */
 #include "kubelet/rpc.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ enum tag_kind {
     TAG_SEND,     /* a stream's SEND_MESSAGE */
     TAG_STATUS,   /* a unary call's reply + status */
     TAG_CLOSE,    /* RECV_CLOSE_ON_SERVER: the call is over */
+    TAG_WAKE,     /* gs_rpc_wake: the queue was woken for an outside event */
 };
 
 struct rpc_tag {
@@ -78,6 +80,13 @@ struct gs_rpc_server {
 struct gs_rpc {
     grpc_completion_queue *cq;
     struct gs_rpc_server *servers;
+    /* gs_rpc_wake: C-core has no public alarm for C (grpc_alarm is C++), but a
+     * connectivity watch posts its tag to the queue as soon as the channel's
+     * state differs from the one given. The channel is never used for a call,
+     * so it stays IDLE, and a watch "from SHUTDOWN" completes at once. */
+    grpc_channel *wake_ch;
+    struct rpc_tag t_wake;
+    _Atomic int wake_pending; /* one watch in flight at most */
 };
 
 static void core_log(gpr_log_func_args *args)
@@ -97,8 +106,21 @@ int gs_rpc_create(struct gs_rpc **out, gs_error *err)
     gpr_set_log_function(core_log);
     grpc_init(); /* without it grpc_server_create segfaults (C-core 1.51) */
     r->cq = grpc_completion_queue_create_for_next(NULL);
+    grpc_channel_credentials *cc = grpc_insecure_credentials_create();
+    /* A name no one serves; the channel never connects (no call is made). */
+    r->wake_ch = grpc_channel_create("unix:/nonexistent/gpuslice-wake", cc, NULL);
+    grpc_channel_credentials_release(cc);
+    r->t_wake = (struct rpc_tag){TAG_WAKE, r};
     *out = r;
     return GS_OK;
+}
+
+void gs_rpc_wake(struct gs_rpc *r)
+{
+    if (atomic_exchange(&r->wake_pending, 1))
+        return; /* a wake is already on its way */
+    grpc_channel_watch_connectivity_state(r->wake_ch, GRPC_CHANNEL_SHUTDOWN,
+                                          gpr_inf_future(GPR_CLOCK_MONOTONIC), r->cq, &r->t_wake);
 }
 
 static void server_unref(struct gs_rpc_server *s)
@@ -414,6 +436,7 @@ static void dispatch(struct rpc_tag *t, int ok)
     case TAG_SEND: on_send(t->owner, ok); break;
     case TAG_STATUS: call_unref(t->owner); break;
     case TAG_CLOSE: on_close(t->owner); break;
+    case TAG_WAKE: atomic_store(&((struct gs_rpc *)t->owner)->wake_pending, 0); break;
     case TAG_SHUTDOWN: {
         struct gs_rpc_server *s = t->owner;
         s->shut = 1;
@@ -426,14 +449,16 @@ static void dispatch(struct rpc_tag *t, int ok)
 int gs_rpc_poll(struct gs_rpc *r, int timeout_ms)
 {
     int handled = 0;
-    gpr_timespec deadline =
-        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
+    gpr_timespec deadline = timeout_ms < 0
+                                ? gpr_inf_future(GPR_CLOCK_MONOTONIC)
+                                : gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                               gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
     for (;;) {
         grpc_event ev = grpc_completion_queue_next(r->cq, deadline, NULL);
         if (ev.type != GRPC_OP_COMPLETE)
             return handled;
+        handled += ((struct rpc_tag *)ev.tag)->kind != TAG_WAKE;
         dispatch(ev.tag, ev.success);
-        handled++;
         /* After the first event, take what is ready without waiting again. */
         deadline = gpr_inf_past(GPR_CLOCK_MONOTONIC);
     }
@@ -511,6 +536,9 @@ void gs_rpc_destroy(struct gs_rpc *r)
         return;
     while (r->servers)
         gs_rpc_server_stop(r, r->servers);
+    while (atomic_load(&r->wake_pending))
+        gs_rpc_poll(r, 100); /* the watch's tag must come back before the queue goes */
+    grpc_channel_destroy(r->wake_ch);
     grpc_completion_queue_shutdown(r->cq);
     for (;;) {
         grpc_event ev = grpc_completion_queue_next(r->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);

@@ -2,13 +2,12 @@
  *
  * Why a wrapper: C-core is a completion-queue API with tags, reference counts
  * and batch rules: nothing public wakes the queue for application events (so
- * the loop polls with a timeout), one SEND_MESSAGE at a time per call (so
- * ListAndWatch updates are coalesced to the latest list), a RECV_CLOSE_ON_SERVER
- * posted when a call is accepted (so pending sends fail when the kubelet goes),
- * one reference per tag on each call's state, grpc_init() on both sides.
- * Everything the device plugin needs fits in four shapes: a server on a unix socket, unary
- * handlers, one server-streaming method whose sends are coalesced, and a blocking client unary
- * call. Nothing outside rpc.c includes a gRPC header.
+ * gs_rpc_wake uses a connectivity watch that completes at once), one SEND_MESSAGE at a time per
+ * call (so ListAndWatch updates are coalesced to the latest list), a RECV_CLOSE_ON_SERVER posted
+ * when a call is accepted (so pending sends fail when the kubelet goes), one reference per tag on
+ * each call's state, grpc_init() on both sides. Everything the device plugin needs fits in four
+ * shapes: a server on a unix socket, unary handlers, one server-streaming method whose sends are
+ * coalesced, and a blocking client unary call. Nothing outside rpc.c includes a gRPC header.
  *
  * Threading: one thread (the agent's loop) calls gs_rpc_poll; handlers run on
  * it, and gs_rpc_stream_send / gs_rpc_server_* must be called on it too.
@@ -76,8 +75,13 @@ int gs_rpc_server_start(struct gs_rpc *r, const char *socket_path,
  * until C-core has let go of it, so its socket path can be bound again. */
 void gs_rpc_server_stop(struct gs_rpc *r, struct gs_rpc_server *s);
 
-/* Handles events for up to timeout_ms; returns how many it handled. */
+/* Handles events for up to timeout_ms (-1: until one comes); returns how
+ * many it handled, not counting wakes (gs_rpc_wake). */
 int gs_rpc_poll(struct gs_rpc *r, int timeout_ms);
+/* Makes a gs_rpc_poll waiting now (or the next one) return soon: for events
+ * outside gRPC (a thread finished, a file changed, a signal). Any thread;
+ * wakes that come while one is pending merge into it. */
+void gs_rpc_wake(struct gs_rpc *r);
 
 /* Queues one message on a stream. At most one send is in flight per call
  * (C-core allows one SEND_MESSAGE at a time); while one is, a newer message replaces the waiting

@@ -79,9 +79,10 @@ static int read_row(const char *root, const char *name, struct gs_view_row *r)
     if (gs_limits_load(p.limits, &r->lim, NULL) < 0)
         return -1;                           /* not a slice (or being written) */
     struct gs_ledger *l = malloc(sizeof *l); /* 16 KiB: not on the stack */
-    if (l && gs_ledger_snapshot(p.ledger, l, NULL) == 0) {
+    gs_ledger_held held;                     /* dead owners do not count, from any pid namespace */
+    if (l && gs_ledger_snapshot_held(p.ledger, l, held, NULL) == 0) {
         struct gs_ledger_summary sum;
-        gs_ledger_summarize(l, gs_ledger_pid_alive, &sum);
+        gs_ledger_summarize_held(l, held, gs_ledger_pid_alive, &sum);
         r->have_ledger = 1;
         r->used = sum.used;
         r->procs = sum.live;

@@ -89,6 +89,9 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
      "Jetson: RAM kept for this agent"},
     {"reclaim_interval", GS_CFG_UINT, F(reclaim_interval), 0, 86400, "60", NULL,
      "seconds between PodResources checks for state of containers that are gone (0 = off)"},
+    {"ledger_reap_interval", GS_CFG_UINT, F(ledger_reap_interval), 1, 3600, "10", NULL,
+     "seconds between passes over the slices' ledgers freeing the slots of tenant processes "
+     "that died"},
     {"reclaim_grace", GS_CFG_UINT, F(reclaim_grace), 0, 86400, "60", NULL,
      "seconds a new slice is kept before the kubelet must list it"},
     {"pair_window_ms", GS_CFG_UINT, F(pair_window_ms), 0, 60000, "2000", NULL,

@@ -46,8 +46,9 @@ struct gs_agent_config {
     char interposer_path[256];
     int pass_device_specs;
     uint64_t tegra_reserve_os, tegra_reserve_k3s, tegra_reserve_agent;
-    uint64_t reclaim_interval; /* seconds, 0 = off */
-    uint64_t reclaim_grace;    /* seconds */
+    uint64_t reclaim_interval;     /* seconds, 0 = off */
+    uint64_t ledger_reap_interval; /* seconds */
+    uint64_t reclaim_grace;        /* seconds */
     uint64_t pair_window_ms;
     char features_dir[256];
     int node_labels; /* 0 auto, 1 off */

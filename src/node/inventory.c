@@ -62,6 +62,8 @@ void gs_inventory_set_health(struct gs_inventory *inv, int gpu, int healthy, uin
         atomic_store(&g->last_xid, xid);
     if (atomic_exchange(&g->healthy, healthy) != healthy) {
         atomic_fetch_add(&inv->health_gen, 1);
+        if (inv->health_notify)
+            inv->health_notify(inv->health_notify_ud);
         if (healthy)
             GS_LOGI("GPU %d (%s) is healthy again", gpu, g->uuid);
         else

@@ -42,6 +42,10 @@ struct gs_inventory {
     char health_file[256];
     struct gs_nvml *nvml;
     _Atomic uint64_t health_gen; /* bumped on every health change */
+    /* Called (from whichever thread saw it) after health_gen moved: the
+     * agent wakes its loop. NULL: nobody to tell. */
+    void (*health_notify)(void *ud);
+    void *health_notify_ud;
 };
 
 /* Settings the backends need (filled from the agent config). */

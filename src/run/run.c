@@ -543,9 +543,10 @@ int gs_cmd_run(int argc, char **argv)
 
     static struct gs_ledger copy; /* 16 KiB: not on the stack */
     struct gs_ledger *l = &copy;
-    if (gs_ledger_snapshot(paths.ledger, l, &err) == 0) {
+    static gs_ledger_held held;
+    if (gs_ledger_snapshot_held(paths.ledger, l, held, &err) == 0) {
         struct gs_ledger_summary sum;
-        gs_ledger_summarize(l, gs_ledger_pid_alive, &sum);
+        gs_ledger_summarize_held(l, held, gs_ledger_pid_alive, &sum);
         char peak_s[32];
         gs_quantity_format_bytes(sum.peak, peak_s, sizeof peak_s);
         fprintf(stderr,

@@ -61,6 +61,17 @@ class Agent:
             return b"\n".join(f.read().splitlines()[-n:]).decode(errors="replace")
 
 
+
+def kubelet_restart_clears(kdir):
+    """A restarting kubelet deletes every socket in its device-plugins folder.
+    The agent serves again as soon as it sees one of its sockets go, so a
+    socket may be gone (and back) by the time we reach it."""
+    for f in os.listdir(kdir):
+        try:
+            os.unlink(os.path.join(kdir, f))
+        except FileNotFoundError:
+            pass
+
 def read_limits(path):
     out = {}
     with open(path) as f:
@@ -287,8 +298,7 @@ def fractional(tmp, dp, pr):
         # Kubelet restart: it deletes plugin sockets, then re-creates kubelet.sock.
         mem.close(); cpt.close(); rt.close()
         kub.stop()
-        for f in os.listdir(kdir):
-            os.unlink(os.path.join(kdir, f))
+        kubelet_restart_clears(kdir)
         while not kub.registrations.empty():
             kub.registrations.get()
         kub2 = fk.Kubelet(dp, kdir)
@@ -532,8 +542,7 @@ def shutdown(tmp, dp, pr):
             regs = kub.wait_registrations(3)
             tap.ok(len(regs) == 3, "agent registers before the kubelet restarts (%s)" % what, agent.tail())
             kub.stop()
-            for f in os.listdir(kdir):
-                os.unlink(os.path.join(kdir, f))
+            kubelet_restart_clears(kdir)
             kub = fk.Kubelet(dp, kdir, hold=hold)
             kub.start()
             in_flight = kub.registering.wait(5)

@@ -265,6 +265,73 @@ def test_agent_tenant_monitor(pb):
         node.close()
 
 
+def ledger_pids(path):
+    """The owner pid of every slot of a ledger file (contract/ledger.h: the
+    slots start at byte 128, 64 bytes each, the pid first)."""
+    import struct
+    data = open(path, "rb").read()
+    return [struct.unpack_from("<i", data, 128 + 64 * i)[0] for i in range(256)]
+
+
+def test_dead_owner_not_counted(pb):
+    """A tenant in its own pid namespace (as in a container) holds memory and
+    is SIGKILLed: the monitor stops counting its bytes at once, though the pid
+    is not its to judge, and the agent frees its ledger slot on its own, with
+    no process of the slice left to reap it."""
+    node = dt.Node("k3s-discrete", sockets=())
+    # First an agent that does not reap (within the test): what the monitor
+    # says is its own judgment.
+    agent = NodeAgent(node, pb, extra=["--ledger-reap-interval", "3600"])
+    worker = None
+    try:
+        mem = agent.plugin("gpuslice.io/gpu-memory")
+        resp = mem.allocate(["gpu0-mem-%04d" % i for i in range(4)]).container_responses[0]
+        envs = dict(resp.envs)
+        slice_dir = os.path.join(agent.state, envs.get("GPUSLICE_SLICE_ID", "?"))
+        env = dict(os.environ, GPUSLICE_STATE_DIR=slice_dir,
+                   LD_PRELOAD=os.path.join(BUILD, "libgpuslice.so"),
+                   LD_LIBRARY_PATH=os.path.join(BUILD, "sim"), GS_FAKE_MEM="16Gi")
+        cmd = [os.path.join(BUILD, "tests", "gs-worker"), "direct", "hold", str(512 << 20), "120"]
+        own_ns = os.geteuid() == 0 and shutil.which("unshare") and subprocess.run(
+            ["unshare", "--pid", "--fork", "true"], capture_output=True).returncode == 0
+        if own_ns:  # --kill-child: the namespace's init dies with unshare
+            cmd = ["unshare", "--pid", "--fork", "--kill-child"] + cmd
+        worker = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+        line = worker.stdout.readline()
+
+        def monitor():
+            m = subprocess.run([GS, "monitor", "--json", "--state-root", agent.state],
+                               capture_output=True, text=True, timeout=30)
+            sl = json.loads(m.stdout)["slices"] if m.returncode == 0 else []
+            return sl[0] if len(sl) == 1 else {}
+        before = monitor()
+        tap(line.strip() == "hold rc=0" and before.get("used_bytes") == 512 << 20
+            and before.get("processes") == 1,
+            "the monitor counts a live tenant's bytes (%s pid namespace)" % ("its own" if own_ns else "our"),
+            (line, before))
+        worker.kill()  # unshare, and with it (--kill-child) the tenant
+        worker.wait()
+        after = wait_for(lambda: (lambda s: s if s.get("processes") == 0 else None)(monitor()), 5)
+        ledger = os.path.join(slice_dir, "ledger")
+        held = [p for p in ledger_pids(ledger) if p]
+        tap(after and after.get("used_bytes") == 0 and held,
+            "after SIGKILL the monitor counts neither the process nor its bytes, while its ledger "
+            "slot still names it", (after, held))
+        # An agent that reaps every second (started again over the same state).
+        agent.stop()
+        agent = NodeAgent(node, pb, extra=["--ledger-reap-interval", "1"])
+        freed = wait_for(lambda: all(p == 0 for p in ledger_pids(ledger)), 6)
+        tap(freed and "freed" in agent.tail(),
+            "the agent frees the dead tenant's ledger slot on its own",
+            [p for p in ledger_pids(ledger) if p] if os.path.exists(ledger) else "no ledger")
+    finally:
+        if worker and worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        agent.stop()
+        node.close()
+
+
 def main():
     if not os.access(GS, os.X_OK) or not shutil.which("protoc"):
         print("1..0 # SKIP gpuslice not built or protoc missing")
@@ -277,6 +344,7 @@ def main():
         test_replica_to_doctor(pb)
         test_labels_to_doctor(pb)
         test_agent_tenant_monitor(pb)
+        test_dead_owner_not_counted(pb)
     finally:
         shutil.rmtree(pbdir, ignore_errors=True)
     print("1..%d" % dt._n)

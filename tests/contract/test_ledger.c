@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +96,145 @@ static void test_live_process_is_never_reaped(void **st)
     free(big);
     atomic_store(&l->slots[a].pid, 0);
     gs_ledger_close(l);
+}
+
+/* A child claims a slot through its own open of the file (as a tenant's
+ * interposer does), charges, forks a grandchild that outlives it, and waits
+ * on a pipe. */
+static pid_t owner_child(int *release_fd, int *slot_fd)
+{
+    int go[2], got[2];
+    assert_int_equal(pipe(go), 0);
+    assert_int_equal(pipe(got), 0);
+    pid_t c = fork();
+    if (c == 0) {
+        close(go[1]);
+        close(got[0]);
+        struct gs_ledger *l;
+        int fd = -1;
+        if (gs_ledger_open_fd(path, 1, &l, &fd, NULL) < 0)
+            _exit(2);
+        int slot = gs_ledger_claim_fd(l, fd, getpid(), gs_ledger_proc_starttime(getpid()));
+        if (slot < 0 || gs_ledger_charge(l, slot, 300, 1000) < 0)
+            _exit(3);
+        if (fork() == 0) { /* inherits fd and mapping, not the lock */
+            char b;
+            ssize_t r = read(go[0], &b, 1);
+            _exit(r == 1 ? 0 : 4);
+        }
+        ssize_t w = write(got[1], &slot, sizeof slot);
+        char b;
+        ssize_t r = read(go[0], &b, 1);
+        _exit(w == sizeof slot && r == 1 ? 0 : 5);
+    }
+    close(go[0]);
+    close(got[1]);
+    int slot = -1;
+    assert_int_equal(read(got[0], &slot, sizeof slot), (ssize_t)sizeof slot);
+    close(got[0]);
+    *release_fd = go[1];
+    return *slot_fd = slot, c;
+}
+
+/* Owners are judged by their lock, from anywhere: no pid is consulted (the
+ * reaper and readers here get no alive function), so this holds for an
+ * agent or monitor in another pid namespace. A forked child that keeps the
+ * file open and mapped does not keep its parent's lock. */
+static void test_owner_lock_tells_live_from_dead(void **st)
+{
+    (void)st;
+    assert_int_equal(gs_ledger_create(path, NULL), 0); /* a fresh one */
+    struct gs_ledger *l;
+    int fd = -1;
+    assert_int_equal(gs_ledger_open_fd(path, 1, &l, &fd, NULL), 0);
+    assert_true(atomic_load(&l->flags) & GS_LEDGER_F_OWNER_LOCKS);
+    int rel, slot;
+    pid_t c = owner_child(&rel, &slot);
+    assert_int_equal(gs_ledger_lock_held(fd, slot), 1);
+    assert_int_equal(gs_ledger_reap_fd(l, fd, -1, NULL), 0);
+    static struct gs_ledger copy;
+    static gs_ledger_held held;
+    struct gs_ledger_summary sum;
+    assert_int_equal(gs_ledger_snapshot_held(path, &copy, held, NULL), 0);
+    gs_ledger_summarize_held(&copy, held, NULL, &sum);
+    assert_int_equal(sum.live, 1);
+    assert_int_equal(sum.used, 300);
+    /* SIGKILL the owner; its child (the grandchild) lives on with the fd. */
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    assert_int_equal(gs_ledger_lock_held(fd, slot), 0);
+    assert_int_equal(gs_ledger_snapshot_held(path, &copy, held, NULL), 0);
+    gs_ledger_summarize_held(&copy, held, NULL, &sum);
+    assert_int_equal(sum.live, 0); /* not counted, before any reap */
+    assert_int_equal(sum.used, 0);
+    assert_int_equal(gs_ledger_reap_path(path, NULL), 1);
+    assert_int_equal(atomic_load(&l->slots[slot].pid), 0);
+    assert_int_equal(gs_ledger_used(l), 0);
+    close(rel); /* the grandchild's read ends */
+    while (wait(NULL) > 0)
+        ;
+    gs_ledger_close(l);
+    close(fd);
+}
+
+/* A ledger whose owners could not lock (or an old one) is judged by pid as
+ * before; the reaper by lock alone then frees nothing. */
+static void test_without_locks_pids_decide(void **st)
+{
+    (void)st;
+    assert_int_equal(gs_ledger_create(path, NULL), 0); /* a fresh one */
+    struct gs_ledger *l;
+    int fd = -1;
+    assert_int_equal(gs_ledger_open_fd(path, 1, &l, &fd, NULL), 0);
+    atomic_store(&l->flags, 0);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    int b = gs_ledger_claim_fd(l, fd, child, 0);
+    assert_true(b >= 0);
+    waitpid(child, NULL, 0);
+    assert_int_equal(gs_ledger_reap_fd(l, fd, -1, NULL), 0);
+    assert_int_equal(gs_ledger_reap_fd(l, fd, -1, gs_ledger_pid_alive), 1);
+    atomic_store(&l->flags, GS_LEDGER_F_OWNER_LOCKS);
+    gs_ledger_close(l);
+    close(fd);
+}
+
+/* The agent maps tenants' ledgers to reap them; a tenant truncating its
+ * file meanwhile makes the access fault. The reap reports that and the
+ * agent lives on. */
+static void *truncater(void *p)
+{
+    for (int i = 0; i < 2000 && !atomic_load((_Atomic int *)p); i++) {
+        if (truncate(path, 64) == 0 && truncate(path, sizeof(struct gs_ledger)) != 0)
+            break;
+    }
+    return NULL;
+}
+
+static void test_reap_survives_truncation(void **st)
+{
+    (void)st;
+    assert_int_equal(gs_ledger_create(path, NULL), 0); /* a fresh one */
+    _Atomic int stop = 0;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, truncater, &stop), 0);
+    int ok = 0, faulted = 0, other = 0;
+    for (int i = 0; i < 2000; i++) {
+        gs_error err = {0};
+        int rc = gs_ledger_reap_path(path, &err);
+        if (rc >= 0)
+            ok++;
+        else if (rc == GS_EIO && strstr(err.msg, "truncated"))
+            faulted++;
+        else
+            other++; /* refused at open: "not a ledger" while short */
+    }
+    atomic_store(&stop, 1);
+    pthread_join(t, NULL);
+    print_message("# reaps: %d done, %d caught a fault, %d refused at open\n", ok, faulted, other);
+    assert_int_equal(ok + faulted + other, 2000);
+    assert_true(ok > 0);
 }
 
 /* Owners 101 and 103 alive, 102 dead, for the summary test. */
@@ -285,6 +425,9 @@ int main(void)
         cmocka_unit_test(test_summary_counts_once),
         cmocka_unit_test(test_claim_never_races_reap),
         cmocka_unit_test(test_check_catches_tampering),
+        cmocka_unit_test(test_owner_lock_tells_live_from_dead),
+        cmocka_unit_test(test_without_locks_pids_decide),
+        cmocka_unit_test(test_reap_survives_truncation),
     };
     return cmocka_run_group_tests_name("ledger", tests, setup, teardown);
 }
