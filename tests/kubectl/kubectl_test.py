@@ -363,6 +363,31 @@ def case_agent_forbidden(api, kc):
 
 with_api({"nodes": [node("gpu-1")]}, case_agent_forbidden)
 
+# ---------------------------------------------------------------- the examples say their size in bytes
+
+import yaml  # noqa: E402
+
+EX = os.path.join(os.path.dirname(TESTS), "deploy", "examples")
+BLOCK = re.compile(r"^(\s*)# (kubectl gpuslice request [^\n]*)\n\1limits:\n((?:\1  [^\n]*\n)+)", re.M)
+for name in sorted(os.listdir(EX)):
+    if not name.endswith(".yaml"):
+        continue
+    with open(os.path.join(EX, name)) as f:
+        text = f.read()
+    asks = sum(1 for doc in yaml.safe_load_all(text) if doc and doc.get("kind") == "Pod"
+               for c in doc["spec"]["containers"]
+               if "gpuslice.io/gpu-memory" in c.get("resources", {}).get("limits", {}))
+    blocks = BLOCK.findall(text)
+    ok(len(blocks) == asks, "%s: each of its %d memory requests says the command that writes it" % (name, asks),
+       [b[1] for b in blocks])
+    for _, cmd, body in blocks:
+        args = cmd.split()[2:]  # "request" onwards
+        p = plugin(*(args + ["--unit", "256Mi"]))
+        want = p.stdout.split("  limits:\n", 1)[-1].splitlines()
+        ok(p.returncode == 0 and [ln.strip() for ln in body.splitlines()] == [ln.strip() for ln in want],
+           "%s: '%s' at 256Mi units prints exactly its limits, sizes in bytes as comments" % (name, cmd),
+           body + "---\n" + p.stdout + p.stderr)
+
 # ---------------------------------------------------------------- the contract's names in deploy/
 
 contract = open(os.path.join(os.path.dirname(TESTS), "src", "contract", "contract.h")).read()
