@@ -131,7 +131,7 @@ static uint64_t node_used(const cJSON *pods, const char *node, const char *res)
 static const char *agent_fix =
     "Start the gpuslice agent on the GPU nodes: `kubectl -n gpuslice-system get ds,pods -o wide` "
     "(is one Running on each GPU node?), `kubectl -n gpuslice-system logs <pod>`; deploy it with "
-    "`kubectl apply -f deploy/gpuslice-agent.yaml`.";
+    "`kubectl apply -k deploy/overlays/k3s-dgpu` (jetson, replica, cdi: deploy/README.md).";
 
 static const char *runtimeclass_yaml = "kubectl apply -f - <<'EOF'\n"
                                        "apiVersion: node.k8s.io/v1\n"
@@ -307,6 +307,46 @@ static void explain_pending(struct gs_doctor *d, struct gs_finding *f, const cJS
                           "the Pod stays Pending, the event message above names the other "
                           "constraint (node selector, taint, CPU or memory).");
     (void)d;
+}
+
+/* NVIDIA's device plugin running on this node (its image, whichever chart or
+ * operator put it there): beside gpuslice it hands out the GPUs gpuslice
+ * slices (fractional mode), or fights over the socket gpuslice serves
+ * nvidia.com/gpu on (replica mode: the two replace each other's registration,
+ * which the node alone cannot see). */
+static void check_nvidia_plugin_pod(struct gs_doctor *d, const cJSON *pods)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, pods)
+    {
+        const char *node = get_path_str(p, "spec", "nodeName");
+        if (!node || strcmp(node, d->node) || !gs_cluster_pod_active(p))
+            continue;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, get(get(p, "spec"), "containers"))
+        {
+            const char *image = gs_yamljson_str(c, "image");
+            if (!image || !strstr(image, "k8s-device-plugin"))
+                continue;
+            char name[300];
+            gs_cluster_obj_name(p, name, sizeof name);
+            struct gs_finding *f = gs_report_add(
+                d->rep, GS_SEV_WARN, "cluster.nvidia-plugin-pod",
+                "NVIDIA's device plugin runs on node %s beside gpuslice: both hand out its GPUs",
+                d->node);
+            gs_finding_evidence(f, "Pod %s on %s, image %s", name, d->node, image);
+            gs_finding_fix(f,
+                           "Keep NVIDIA's plugin off this node (GPU Operator: `kubectl label node "
+                           "%s nvidia.com/gpu.deploy.device-plugin=false`; its Helm chart: a node "
+                           "affinity on " GS_LABEL_GPU
+                           " DoesNotExist); Pods asking for " GS_RES_NVIDIA_NAME
+                           " get it from gpuslice's replica mode "
+                           "(deploy/overlays/replica). deploy/README.md, \"Next to NVIDIA's "
+                           "device plugin\".",
+                           d->node);
+            return;
+        }
+    }
 }
 
 static void check_pods(struct gs_doctor *d, const cJSON *nodes, const cJSON *pods,
@@ -559,6 +599,7 @@ void gs_cluster_check(struct gs_doctor *d)
     gs_finding_evidence(f, "%s", k.origin);
     gs_kube_close(&k);
     check_node(d, nodes, pods);
+    check_nvidia_plugin_pod(d, pods);
     int class_exists = 1;
     if (classes)
         check_runtimeclass(d, classes, events, &class_exists);

@@ -50,8 +50,8 @@ static enum sock_state probe(const char *path, char *why, size_t len)
 static const char *agent_fix =
     "Start the gpuslice agent on this node: `kubectl -n gpuslice-system get pods -o wide "
     "-l app.kubernetes.io/name=gpuslice-agent` (is one Running here?), "
-    "`kubectl -n gpuslice-system logs <pod>`; deploy it with `kubectl apply -f "
-    "deploy/gpuslice-agent.yaml` (a DaemonSet with runtimeClassName: nvidia).";
+    "`kubectl -n gpuslice-system logs <pod>`; deploy it with `kubectl apply -k "
+    "deploy/overlays/k3s-dgpu` (jetson, replica, cdi: deploy/README.md).";
 
 void gs_kubelet_check(struct gs_doctor *d)
 {
@@ -129,16 +129,32 @@ void gs_kubelet_check(struct gs_doctor *d)
         }
     }
 
-    /* In replica mode that file name is ours (GS_SOCK_REPLICA). */
+    /* NVIDIA's plugin advertises every GPU of the node as nvidia.com/gpu: beside
+     * gpuslice's slices of the same GPUs, a Pod asking for it gets a whole GPU
+     * that slices also hold, and the scheduler counts that memory twice. In
+     * replica mode that file name is ours (GS_SOCK_REPLICA): the two plugins
+     * would replace each other's socket, which only the cluster can tell
+     * (cluster.nvidia-plugin-pod). */
     snprintf(abs, sizeof abs, "%s/" GS_SOCK_NVIDIA_PLUGIN, dir);
     if (!(have_nf && nf.replica) && gs_doctor_exists(d, abs)) {
-        struct gs_finding *f =
-            gs_report_add(d->rep, GS_SEV_INFO, "kubelet.nvidia-plugin-present",
-                          "NVIDIA's device plugin is also registered on this node");
-        gs_finding_evidence(f, "%s exists", abs);
-        gs_finding_fix(f, "Fine in fractional mode. In replica mode gpuslice advertises "
-                          "nvidia.com/gpu itself and the two plugins overwrite each other: "
-                          "remove NVIDIA's plugin from this node.");
+        enum sock_state ns =
+            gs_doctor_path(d, abs, p, sizeof p) ? SOCK_MISSING : probe(p, why, sizeof why);
+        struct gs_finding *f = gs_report_add(
+            d->rep, GS_SEV_WARN, "kubelet.nvidia-plugin-present",
+            "NVIDIA's device plugin is registered beside gpuslice: it hands out the same GPUs "
+            "whole as " GS_RES_NVIDIA_NAME ", unsliced and unenforced");
+        gs_finding_evidence(f, "%s exists%s (NVIDIA's plugin's socket name)", abs,
+                            ns == SOCK_ALIVE  ? " and someone listens"
+                            : ns == SOCK_DEAD ? ", nobody listens (a stale file)"
+                                              : "");
+        gs_finding_fix(f,
+                       "One of the two per node (deploy/README.md, \"Next to NVIDIA's device "
+                       "plugin\"): keep NVIDIA's plugin off this node (GPU Operator: `kubectl "
+                       "label node %s nvidia.com/gpu.deploy.device-plugin=false`; its Helm "
+                       "chart: a node affinity on " GS_LABEL_GPU " DoesNotExist), or, for Pods "
+                       "that ask for " GS_RES_NVIDIA_NAME ", replace it with gpuslice's replica "
+                       "mode (`kubectl apply -k deploy/overlays/replica`).",
+                       d->node);
     }
 
     snprintf(abs, sizeof abs, "%s/" GS_PODRES_SOCKET_SUBPATH, d->kubelet_dir);

@@ -235,6 +235,18 @@ def test_trap_missing_plugin_node():
     expect_finding("no PodResources socket is a warning", n, "kubelet.podresources-missing",
                    sev="warn", args=("--skip-cluster",), exit_code=0)
     n.close()
+    # NVIDIA's plugin serving beside the agent's fractional mode (its socket name, listening).
+    n = Node("k3s-discrete")
+    nv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    nv.bind(n.path("/var/lib/kubelet/device-plugins/nvidia-gpu.sock"))
+    nv.listen(1)
+    n.socks.append(nv)
+    r = expect_finding("NVIDIA's device plugin registered beside gpuslice is a warning: one of the two per node",
+                       n, "kubelet.nvidia-plugin-present", sev="warn", args=("--skip-cluster",), exit_code=0,
+                       fix_has=("nvidia.com/gpu.deploy.device-plugin=false", "deploy/overlays/replica"))
+    ev = " ".join(f for x in find(r, "kubelet.nvidia-plugin-present") for f in x["evidence"]) if r else ""
+    tap("someone listens" in ev, "and its evidence says the socket is alive", ev)
+    n.close()
 
 
 def test_trap_runtime():
@@ -584,7 +596,7 @@ def test_cluster():
                          "gpuslice.io/gpu-memory: asks 8; no node advertises it"),
            fix_has=("gpuslice agent",), exit_code=1)
     expect("trap 1: the node's allocatable lacks our resources; fix starts the agent", res,
-           "cluster.node-no-resources", fix_has=("kubectl apply -f deploy/gpuslice-agent.yaml",))
+           "cluster.node-no-resources", fix_has=("kubectl apply -k deploy/overlays/k3s-dgpu",))
     expect("trap 1: and the node says why: no plugin socket", res, "kubelet.plugin-socket-missing")
 
     full = {"nodes": [k8s_node("gpu-1", {"gpuslice.io/gpu-memory": 16})],
@@ -642,6 +654,19 @@ def test_cluster():
     expect("a RuntimeClass whose handler the node lacks is an error",
            run_cluster("k3s-discrete", other_handler), "cluster.runtimeclass-handler-missing",
            fix_has=("handler: nvidia",))
+
+    plugin = k8s_pod("nvidia-device-plugin-daemonset-x7k2p", {}, node="gpu-1", ns="kube-system")
+    plugin["spec"]["containers"][0]["image"] = "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"
+    elsewhere = k8s_pod("nvidia-device-plugin-daemonset-q9", {}, node="gpu-2", ns="kube-system")
+    elsewhere["spec"]["containers"][0]["image"] = plugin["spec"]["containers"][0]["image"]
+    beside = dict(healthy, pods=healthy["pods"] + [plugin, elsewhere])
+    expect("NVIDIA's device plugin Pod on this node is a warning (in replica mode too: same socket)",
+           run_cluster("k3s-discrete", beside), "cluster.nvidia-plugin-pod", sev="warn", exit_code=0,
+           fix_has=("deploy/overlays/replica", "nvidia.com/gpu.deploy.device-plugin=false"),
+           evidence_has=("kube-system/nvidia-device-plugin-daemonset-x7k2p", "k8s-device-plugin:v0.17.0"))
+    p, r, _ = run_cluster("k3s-discrete", dict(healthy, pods=healthy["pods"] + [elsewhere]))
+    tap(r is not None and "cluster.nvidia-plugin-pod" not in ids(r),
+        "NVIDIA's plugin on another node is none of this node's business", show(p, r))
 
     expect("an unknown --node is a warning naming the nodes there are",
            run_cluster("k3s-discrete", healthy, node_name="nope"), "cluster.node-missing",

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """One node end to end, with a real container engine: the image built from
-deploy/Containerfile, the agent in it started as deploy/gpuslice-agent.yaml
-starts it (its command, environment and host paths, read from the manifest),
-tenant containers made from each Allocate answer on a stock Debian image, the
-monitor and the doctor on the same node root. Only the kubelet is ours
+deploy/Containerfile, the DaemonSet's containers (the interposer's installer,
+the agent, the monitor) started as `kubectl apply -k deploy/overlays/k3s-dgpu`
+starts them (their image, command, environment, host paths, security context
+and probes, read from the overlay as Debian's kubectl renders it), tenant
+containers made from each Allocate answer on a stock Debian image, the
+doctor in the agent's container as deploy/README.md runs it. Only the kubelet is ours
 (tests/agent/fakekubelet.py); the GPU is the simulated one, which a CDI spec
 hands to the tenants as NVIDIA's container runtime hands the real driver.
 
@@ -24,16 +26,19 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TESTS, "agent"))
+sys.path.insert(0, os.path.join(TESTS, "deploy"))
 sys.path.insert(0, TESTS)
 import fakekubelet as fk  # noqa: E402
+import kustomize as kz  # noqa: E402
 from tap import Tap  # noqa: E402
 
 SRC = fk.SRC
 BUILD = fk.BUILD
-IMAGE = "localhost/gpuslice/gpuslice:e2e"
+OVERLAY = "overlays/k3s-dgpu"  # deploy/README.md's install on a dGPU node
 BASE = "docker.io/library/debian:12"  # what `FROM debian:12` resolves to, made here
 CDI_DIR = "/var/run/cdi"  # one of podman's CDI spec directories
 SIM_GPU = "SIM-GPU-0000"
+NODE_NAME = "e2e-node"  # the downward API's spec.nodeName
 tap = Tap()
 MiB, GiB = 1 << 20, 1 << 30
 
@@ -68,25 +73,49 @@ class Engine:
         os.unlink(tar)
         return "made with mmdebstrap"
 
-    def build(self):
+    def build(self, tag):
         t = time.monotonic()
-        self("build", "-f", os.path.join(SRC, "deploy", "Containerfile"), "-t", IMAGE, SRC, timeout=1800)
+        self("build", "-f", os.path.join(SRC, "deploy", "Containerfile"), "-t", tag, SRC, timeout=1800)
         return time.monotonic() - t
 
 
 class Manifest:
-    """deploy/gpuslice-agent.yaml, the way the kubelet would run its DaemonSet."""
+    """deploy/<overlay> as `kubectl apply -k` renders it, the way the kubelet would run its DaemonSet."""
 
-    def __init__(self):
-        with open(os.path.join(SRC, "deploy", "gpuslice-agent.yaml")) as f:
-            docs = [d for d in yaml.safe_load_all(f) if d]
-        self.ds = next(d for d in docs if d["kind"] == "DaemonSet")
-        self.cm = next(d for d in docs if d["kind"] == "ConfigMap")
+    def __init__(self, overlay=OVERLAY):
+        docs = kz.render(overlay)
+        self.ds = kz.find(docs, "DaemonSet", "gpuslice-agent")
+        self.cm = kz.find(docs, "ConfigMap", "gpuslice-agent-config")
         self.pod = self.ds["spec"]["template"]["spec"]
+        self.image = self.pod["containers"][0]["image"]
 
-    def run_args(self, container, root, volumes_dir, config_text):
-        """podman run arguments for one of the pod's containers on node root `root`."""
-        args = []
+    def container(self, name):
+        return next(c for c in self.pod["initContainers"] + self.pod["containers"] if c["name"] == name)
+
+    def security_args(self, container):
+        """The Pod's and the container's security context as podman flags; ValueError on one it cannot give."""
+        sc = container.get("securityContext", {})
+        args = ["--user", str(sc.get("runAsUser", 0))]
+        caps = sc.get("capabilities", {})
+        args += ["--cap-drop=%s" % c.lower() for c in caps.get("drop", [])]
+        args += ["--cap-add=%s" % c.lower() for c in caps.get("add", [])]
+        if sc.get("readOnlyRootFilesystem"):
+            args += ["--read-only", "--read-only-tmpfs=false"]  # the kubelet adds no tmpfs
+        if sc.get("allowPrivilegeEscalation") is False:
+            args += ["--security-opt", "no-new-privileges"]
+        if sc.get("privileged"):
+            raise ValueError("the e2e does not run privileged containers")
+        seccomp = self.pod.get("securityContext", {}).get("seccompProfile", {}).get("type", "RuntimeDefault")
+        if seccomp != "RuntimeDefault":  # podman's default profile is the runtime's default
+            raise ValueError("seccomp profile %s" % seccomp)
+        if self.pod.get("hostPID"):
+            args += ["--pid", "host"]
+        return args
+
+    def run_args(self, container, root, volumes_dir, config_text, flags=None):
+        """podman run arguments for one of the pod's containers on node root `root`, and its
+        command with `flags` (--key=value) replaced or added, as an overlay of one's own would."""
+        args = self.security_args(container)
         vols = {v["name"]: v for v in self.pod["volumes"]}
         for m in container.get("volumeMounts", []):
             v = vols[m["name"]]
@@ -101,8 +130,25 @@ class Manifest:
                         f.write(config_text if k == "agent.conf" else text)
             args += ["-v", "%s:%s%s" % (host, m["mountPath"], ":ro" if m.get("readOnly") else "")]
         for e in container.get("env", []):
-            args += ["-e", "%s=%s" % (e["name"], e["value"])]
-        return args, container["command"] + container.get("args", [])
+            if "value" in e:
+                args += ["-e", "%s=%s" % (e["name"], e["value"])]
+            elif e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "spec.nodeName":
+                args += ["-e", "%s=%s" % (e["name"], NODE_NAME)]
+            else:
+                raise ValueError("env %s: the e2e cannot give %s" % (e["name"], e))
+        cmd = container["command"] + container.get("args", [])
+        for k, v in (flags or {}).items():
+            cmd = [a for a in cmd if not a.startswith("--%s=" % k)] + ["--%s=%s" % (k, v)]
+        return args, cmd
+
+    def probe(self, container, kind):
+        """The container's probe (readinessProbe, livenessProbe): ("exec", argv) or ("http", path, port)."""
+        p = self.container(container)[kind]
+        if "exec" in p:
+            return ("exec", p["exec"]["command"])
+        ports = {q["name"]: q["containerPort"] for q in self.container(container).get("ports", [])}
+        port = p["httpGet"]["port"]
+        return ("http", p["httpGet"]["path"], ports.get(port, port))
 
 
 def agent_config(cm, **changes):
@@ -118,17 +164,19 @@ def agent_config(cm, **changes):
 
 
 class Node:
-    def __init__(self, engine, tmp):
+    def __init__(self, engine, tmp, overlay=OVERLAY):
         self.e = engine
         self.tmp = tmp
         self.root = os.path.join(tmp, "node")
         shutil.copytree(os.path.join(TESTS, "doctor", "fixtures", "k3s-discrete"), self.root, symlinks=True)
         self.kdir = self.path("/var/lib/kubelet/device-plugins")
         self.podres_sock = self.path("/var/lib/kubelet/pod-resources/kubelet.sock")
-        for d in (self.kdir, os.path.dirname(self.podres_sock)):
+        # /usr/local/lib is on every host (the fixture has none): the DaemonSet's
+        # hostPath for libgpuslice.so is made inside it.
+        for d in (self.kdir, os.path.dirname(self.podres_sock), self.path("/usr/local/lib")):
             os.makedirs(d, exist_ok=True)
         self.state = self.path("/var/lib/gpuslice/slices")
-        self.m = Manifest()
+        self.m = Manifest(overlay)
         self.containers = []
         self.cdi = os.path.join(CDI_DIR, "gpuslice-e2e-%d.yaml" % os.getpid())
 
@@ -140,7 +188,7 @@ class Node:
         hands it to containers given nvidia.com/gpu=<uuid> (as `nvidia-ctk cdi generate`)."""
         drv = self.path("/usr/lib/gpuslice-sim")
         os.makedirs(drv, exist_ok=True)
-        self.e("run", "--rm", "-v", drv + ":/out", "--entrypoint", "sh", IMAGE, "-c",
+        self.e("run", "--rm", "-v", drv + ":/out", "--entrypoint", "sh", self.m.image, "-c",
                "cp /usr/local/lib/gpuslice/sim/libcuda.so.1 /out/")
         os.makedirs(CDI_DIR, exist_ok=True)
         spec = {"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu",
@@ -152,17 +200,48 @@ class Node:
         with open(self.cdi, "w") as f:
             yaml.safe_dump(spec, f)
 
-    def start_pod(self, name, config_text):
+    def start_pod(self, name, config_text, flags):
         """The DaemonSet's pod: its init container, then the agent, as the kubelet runs them."""
         vols = os.path.join(self.tmp, "volumes-" + name)
         for c in self.m.pod.get("initContainers", []):
             args, cmd = self.m.run_args(c, self.root, vols, config_text)
-            self.e("run", "--rm", "--network", "none", *args, "--entrypoint", cmd[0], IMAGE, *cmd[1:])
-        c = self.m.pod["containers"][0]
-        args, cmd = self.m.run_args(c, self.root, vols, config_text)
+            self.e("run", "--rm", "--network", "none", *args, "--entrypoint", cmd[0], c["image"], *cmd[1:])
+        c = self.m.container("agent")
+        args, cmd = self.m.run_args(c, self.root, vols, config_text, flags)
         self.e("run", "-d", "--name", name, "--network", "none", *args, "--entrypoint", cmd[0],
-               IMAGE, *cmd[1:])
+               c["image"], *cmd[1:])
         self.containers.append(name)
+
+    def start_monitor(self, name, port):
+        """The Pod's monitor container. A Pod has its own network namespace; here the host's,
+        so the test reaches it: `port` replaces the manifest's when that one is taken here."""
+        c = self.m.container("monitor")
+        args, cmd = self.m.run_args(c, self.root, os.path.join(self.tmp, "volumes-" + name), "")
+        cmd = [":%d" % port if a.startswith(":") and a[1:].isdigit() else a for a in cmd]
+        self.e("run", "-d", "--name", name, "--network", "host", *args, "--entrypoint", cmd[0],
+               c["image"], *cmd[1:])
+        self.containers.append(name)
+
+    def exec_probe(self, name, container):
+        """The kubelet's readiness check of an exec probe, in the running container: its exit status."""
+        kind, argv = self.m.probe(container, "readinessProbe")
+        return self.e("exec", name, *argv, check=False).returncode
+
+    def run_probe(self, container, config_text):
+        """The container's readiness probe in a fresh container with its mounts (it is not running)."""
+        c = self.m.container(container)
+        args, _ = self.m.run_args(c, self.root, os.path.join(self.tmp, "volumes-probe"), config_text)
+        kind, argv = self.m.probe(container, "readinessProbe")
+        return self.e("run", "--rm", "--network", "none", *args, "--entrypoint", argv[0], c["image"], *argv[1:],
+                      check=False).returncode
+
+    def files(self):
+        """Every path under the node root, for what-stays-on-the-host."""
+        out = set()
+        for d, dirs, names in os.walk(self.root):
+            for n in dirs + names:
+                out.add(os.path.relpath(os.path.join(d, n), self.root))
+        return out
 
     def stop(self, name, sig="TERM"):
         self.e("kill", "--signal", sig, name, check=False)
@@ -253,8 +332,11 @@ def test_node(e, tmp, pb):
     podres = fk.PodResources(pb[1], node.podres_sock)
     podres.start()
     try:
-        cfg = agent_config(node.m.cm, backend="simulated", log_level="debug")
-        node.start_pod("gs-agent", cfg)
+        before = node.files()
+        # The overlay's agent.conf and flags, but the simulated GPU (the overlay says nvml).
+        cfg = agent_config(node.m.cm, log_level="debug")
+        flags = {"backend": "simulated"}
+        node.start_pod("gs-agent", cfg, flags)
         regs = kub.wait_registrations(3, timeout=30)
         names = sorted(r[1].resource_name for r in regs)
         tap.ok(names == ["gpuslice.io/gpu-compute", "gpuslice.io/gpu-memory", "gpuslice.io/realtime"],
@@ -263,6 +345,9 @@ def test_node(e, tmp, pb):
         lib = node.path("/usr/local/lib/gpuslice/libgpuslice.so")
         tap.ok(os.path.exists(lib) and os.path.getsize(lib) > 0,
                "the init container installed libgpuslice.so on the host path Allocate mounts", lib)
+        tap.ok(node.exec_probe("gs-agent", "agent") == 0,
+               "the agent, under the overlay's security context (no capability, read-only root), is ready "
+               "by its own readiness probe (its sockets)", node.m.probe("agent", "readinessProbe"))
         mem = fk.Plugin(pb[0], ep["gpuslice.io/gpu-memory"])
         cpt = fk.Plugin(pb[0], ep["gpuslice.io/gpu-compute"])
         rt = fk.Plugin(pb[0], ep["gpuslice.io/realtime"])
@@ -311,13 +396,12 @@ def test_node(e, tmp, pb):
         podres.response = pr.ListPodResourcesResponse(pod_resources=[
             pod("model-a", ids_a), pod("model-b", ids_b), pod("cpu-only", ids_c)])
 
-        # The monitor from the same image, on the node's state and PodResources.
-        port = 19400 + os.getpid() % 500
-        mon = ["-v", node.state + ":/var/lib/gpuslice/slices:ro",
-               "-v", os.path.dirname(node.podres_sock) + ":/var/lib/kubelet/pod-resources"]
-        e("run", "-d", "--name", "gs-monitor", "--network", "host", *mon, IMAGE, "monitor",
-          "--listen", "127.0.0.1:%d" % port)
-        node.containers.append("gs-monitor")
+        # The Pod's monitor container, on the node's state and PodResources, on its port.
+        kind, path, port = node.m.probe("monitor", "readinessProbe")
+        want = port
+        if not port_free(port):
+            port = 19400 + os.getpid() % 500
+        node.start_monitor("gs-monitor", port)
         base = "http://127.0.0.1:%d" % port
 
         def get(path):
@@ -331,6 +415,9 @@ def test_node(e, tmp, pb):
         while time.monotonic() < deadline and api is None:
             api = get("/api/slices")
             time.sleep(0.2)
+        tap.ok(api is not None and get(path) is not None and want == kz.contract("GS_MONITOR_PORT"),
+               "the monitor answers its readiness probe's GET %s on its port, GS_MONITOR_PORT %d%s" %
+               (path, want, "" if port == want else " (taken here: %d)" % port), node.logs("gs-monitor"))
         slices = {s["id"]: s for s in json.loads(api)["slices"]} if api else {}
         a, b, c = (slices.get(sid[k], {}) for k in "abc")
         tap.ok(a.get("pod") == "model-a" and b.get("pod") == "model-b" and c.get("pod") == "cpu-only",
@@ -352,9 +439,18 @@ def test_node(e, tmp, pb):
             tap.ok(True, "/metrics: promtool not installed # skip")
         prometheus_queries(port, metrics)
 
-        # The doctor from the same image on the node root, the agent running.
+        # The doctor as deploy/README.md runs it: in the agent's container, the host's /
+        # at /host (kubectl -n gpuslice-system exec ... -c agent -- gpuslice doctor --root /host).
+        p = e("exec", "gs-agent", "gpuslice", "doctor", "--root", "/host", "--skip-cluster", "--json",
+              check=False)
+        try:
+            r = json.loads(p.stdout)
+        except ValueError:
+            r = {"findings": [], "raw": p.stdout + p.stderr}
+
+        # The doctor from the same image on the node root (the traps below stop the agent).
         def doctor(*extra):
-            p = e("run", "--rm", "--network", "none", "-v", node.root + ":/host:ro", IMAGE, "doctor",
+            p = e("run", "--rm", "--network", "none", "-v", node.root + ":/host:ro", node.m.image, "doctor",
                   "--root", "/host", "--skip-cluster", "--json", *extra, check=False)
             try:
                 return json.loads(p.stdout)
@@ -366,9 +462,8 @@ def test_node(e, tmp, pb):
 
         def has(r, fid, fix=""):
             return any(f["id"] == fid and fix in (f.get("fix") or "") for f in r.get("findings") or [])
-        r = doctor()
         tap.ok(not errors(r) and has(r, "kubelet.plugin-socket"),
-               "doctor on the healthy node with the agent running: 0 errors", r)
+               "doctor in the agent's container on the healthy node: 0 errors", r)
         tap.ok(not has(r, "tenant.limits-unreadable") and
                any(f["id"] == "tenant.slices" and "3 slice(s)" in f["title"] for f in r.get("findings") or []),
                "the doctor counts the agent's three slices (its _agent folder is not one)",
@@ -413,7 +508,9 @@ def test_node(e, tmp, pb):
         r = doctor()
         tap.ok(has(r, "kubelet.plugin-socket-missing", "gpuslice agent"),
                "trap: the agent stopped is named, with the fix", errors(r))
-        node.start_pod("gs-agent", cfg)
+        rc_probe = node.run_probe("agent", cfg)
+        tap.ok(rc_probe != 0, "and the agent's readiness probe fails: its sockets are gone", rc_probe)
+        node.start_pod("gs-agent", cfg, flags)
         kub.wait_registrations(3, timeout=30)
         log = node.logs("gs-agent")
         kept = all(os.path.exists(os.path.join(node.state, sid[k], "limits")) and
@@ -424,10 +521,48 @@ def test_node(e, tmp, pb):
         out = pa2.stdout + pa2.stderr
         tap.ok(pa2.returncode == 0 and "1.00 GiB total" in out and "CUDA_ERROR_OUT_OF_MEMORY" in out,
                "and A's limits still hold after the restart", out[-1500:])
+
+        # Uninstall (deploy/README.md): the Pod and its tenants gone, what stays on the host
+        # is what the README says, and its commands remove it.
+        node.stop("gs-agent")
+        node.close()
+        left = sorted(node.files() - before)
+        cleanup = uninstall_paths()
+        tap.ok(left and cleanup and all(any(("/" + f + "/").startswith(p.rstrip("/") + "/") for p in cleanup)
+                                        for f in left),
+               "uninstalled, only what deploy/README.md says stays on the host is left (%s)" % ", ".join(cleanup),
+               [f for f in left if not any(("/" + f + "/").startswith(p.rstrip("/") + "/") for p in cleanup)])
+        for p in cleanup:
+            shutil.rmtree(node.path(p), ignore_errors=True)
+        tap.ok(node.files() == before, "and deploy/README.md's commands remove it", sorted(node.files() ^ before))
     finally:
         kub.stop()
         podres.stop()
         node.close()
+
+
+def readme():
+    with open(os.path.join(SRC, "deploy", "README.md")) as f:
+        return f.read()
+
+
+def uninstall_paths():
+    """The host paths deploy/README.md's uninstall removes (its `sudo rm -rf` line)."""
+    with open(os.path.join(SRC, "deploy", "README.md")) as f:
+        for line in f:
+            if line.strip().startswith("sudo rm -rf /"):
+                return line.split("#", 1)[0].split()[3:]
+    return []
+
+
+def port_free(port):
+    import socket
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+            return True
+        except OSError:
+            return False
 
 
 def read_limits(path):
@@ -440,22 +575,21 @@ def read_limits(path):
 
 
 def test_replica(e, tmp, pb):
-    """NVIDIA's time-slicing config (deploy/examples/replica-mode.yaml) at 2 replicas: two
+    """deploy/overlays/replica: NVIDIA's time-slicing config, here at 2 replicas: two
     tenants on nvidia.com/gpu, each held to half of the GPU."""
     tmp = os.path.join(tmp, "replica")
     os.makedirs(tmp)
-    node = Node(e, tmp)
+    node = Node(e, tmp, "overlays/replica")
     node.install_driver()
     kub = fk.Kubelet(pb[0], node.kdir)
     kub.start()
     try:
-        with open(os.path.join(SRC, "deploy", "examples", "replica-mode.yaml")) as f:
-            cm = next(d for d in yaml.safe_load_all(f) if d and d["kind"] == "ConfigMap")
-        sharing = yaml.safe_load(cm["data"]["sharing.yaml"])
+        # The overlay's ConfigMap (agent.conf and sharing.yaml, mounted together) and its
+        # flag naming sharing.yaml; 2 replicas instead of its 4.
+        sharing = yaml.safe_load(node.m.cm["data"]["sharing.yaml"])
         sharing["sharing"]["timeSlicing"]["resources"][0]["replicas"] = 2
-        node.m.cm["data"]["sharing.yaml"] = yaml.safe_dump(sharing)  # mounted beside agent.conf
-        cfg = agent_config(node.m.cm, backend="simulated", sharing_config="/etc/gpuslice/sharing.yaml")
-        node.start_pod("gs-agent-replica", cfg)
+        node.m.cm["data"]["sharing.yaml"] = yaml.safe_dump(sharing)
+        node.start_pod("gs-agent-replica", node.m.cm["data"]["agent.conf"], {"backend": "simulated"})
         regs = {r[1].resource_name: r[1].endpoint for r in kub.wait_registrations(2, timeout=30)}
         tap.ok("nvidia.com/gpu" in regs, "replica mode: the agent in its image registers nvidia.com/gpu",
                (regs, node.logs("gs-agent-replica")[-1500:]))
@@ -480,6 +614,8 @@ def test_replica(e, tmp, pb):
 
 def main():
     missing = [t for t in ("podman", "runc", "mmdebstrap") if not shutil.which(t)]
+    if not kz.debian_kubectl():
+        missing.append("Debian's kubectl (kubernetes-client)")
     if missing or os.geteuid() != 0:
         print("1..0 # SKIP needs root and %s" % (", ".join(missing) or "nothing else"))
         return 77
@@ -488,9 +624,13 @@ def main():
     try:
         how = e.base_image(tmp)
         tap.ok(True, "base image debian:12: %s" % how)
-        secs = e.build()
+        # deploy/README.md step 1 builds the image under the name the overlays run.
+        image = Manifest().image
+        tap.ok(("podman build -f deploy/Containerfile -t %s ." % image) in readme(),
+               "deploy/README.md builds the image the overlay runs, %s" % image)
+        secs = e.build(image)
         tap.ok(True, "deploy/Containerfile builds (%.0f s)" % secs)
-        p = e("run", "--rm", IMAGE, "version", check=False)
+        p = e("run", "--rm", image, "version", check=False)
         tap.ok(p.returncode == 0 and "build: full" in p.stdout, "the image starts: gpuslice version",
                p.stdout + p.stderr)
         pb = fk.load_protos(tmp)
