@@ -136,7 +136,7 @@ nocuda = [c for c in cards if c["attrs"].get("data-state") == "no-cuda"]
 ok(nocuda and "CPU fallback" in nocuda[0]["text"], "the slice that never used CUDA is flagged (CPU fallback?)",
    nocuda[0]["text"][:300] if nocuda else cards)
 ids = [c["attrs"].get("data-slice") for c in cards]
-ok(len(ids) == 4, "four slice cards", ids)
+ok(len(ids) == 4 and ids == sorted(ids), "four slice cards, in a stable order (GPU, Pod, then slice id)", ids)
 
 charts = dom.find("chart")
 
