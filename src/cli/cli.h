@@ -13,7 +13,7 @@ struct gs_cli_verb {
 
 /* `gpuslice __complete WORD...` (complete.c): prints the candidates for the last
  * word, one a line. fixed_verb: the verb the program's name stands for
- * (kubectl-gpuslice), or NULL; cobra: end with kubectl's ":4" directive line. */
+ * (kubectl-gpuslice), or NULL; cobra: end with kubectl's ":<directive>" line. */
 int gs_cli_complete(const struct gs_cli_verb *verbs, size_t nverbs, const char *fixed_verb,
                     int cobra, int argc, char **argv);
 

@@ -7,8 +7,9 @@
  * with nothing else to change, and the two can never disagree.
  *
  * kubectl (1.26 and later) completes a plugin's arguments by running
- * kubectl_complete-<plugin> __complete ARGS...; the same answer then ends with
- * cobra's ":<directive>" line (4: no file names). */
+ * kubectl_complete-<plugin> WORD... (the plugin's words, the last being
+ * completed); the same answer then ends with cobra's ":<directive>" line: 4 (no
+ * file names) after candidates, 0 (the shell's default, file names) without. */
 #include <ctype.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -178,13 +179,16 @@ int gs_cli_complete(const struct gs_cli_verb *verbs, size_t nverbs, const char *
         }
         free(text);
     }
+    int shown = 0;
     for (size_t i = 0; i < c.n; i++) {
-        if (!strncmp(c.v[i], cur, strlen(cur)))
+        if (!strncmp(c.v[i], cur, strlen(cur))) {
             printf("%s\n", c.v[i]);
+            shown++;
+        }
         free(c.v[i]);
     }
     free(c.v);
     if (cobra)
-        printf(":4\n");
+        printf(":%d\n", shown ? 4 : 0);
     return 0;
 }

@@ -121,9 +121,12 @@ int main(int argc, char **argv)
     const char *base = strrchr(argv[0], '/');
     base = base ? base + 1 : argv[0];
     int plugin = !strcmp(base, "kubectl-gpuslice");
+    /* kubectl runs kubectl_complete-gpuslice with the plugin's words, the last one
+     * being completed (kubectl's plugin_completion.go). */
+    if (!strcmp(base, "kubectl_complete-gpuslice"))
+        return complete("kubectl", 1, argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "__complete"))
-        return complete(plugin || !strcmp(base, "kubectl_complete-gpuslice") ? "kubectl" : NULL,
-                        !strcmp(base, "kubectl_complete-gpuslice"), argc - 2, argv + 2);
+        return complete(plugin ? "kubectl" : NULL, 0, argc - 2, argv + 2);
     if (plugin) {
         if (!gs_cmd_kubectl)
             return not_built("kubectl");

@@ -74,8 +74,11 @@ os.makedirs(os.path.dirname(plugin), exist_ok=True)
 if os.path.lexists(plugin):
     os.unlink(plugin)
 os.symlink(GS, plugin)
-p = subprocess.run([plugin, "__complete", "to"], capture_output=True, text=True)
-ok(p.stdout == "top\n:4\n", "kubectl_complete-gpuslice answers kubectl in cobra's format", p.stdout)
+p = subprocess.run([plugin, "to"], capture_output=True, text=True)
+q = subprocess.run([plugin, "doctor", "--", ""], capture_output=True, text=True)
+ok(p.stdout == "top\n:4\n" and q.stdout == ":0\n",
+   "kubectl_complete-gpuslice WORD... answers kubectl in cobra's format (:4 no files; :0 the shell's default)",
+   p.stdout + q.stdout)
 os.unlink(plugin)
 
 # ---- the shell scripts
