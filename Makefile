@@ -6,10 +6,18 @@
 #   make SAN=address,undefined BUILD=build-asan test    sanitizer run (CI does this)
 #   make SAN=thread BUILD=build-tsan test-threaded       TSan over the multi-threaded/process tests
 #   make WERROR=1        warnings are errors (CI)
+#   make CROSS=aarch64-linux-gnu BUILD=build-arm64 binaries   the arm64 build (Jetson),
+#                        Debian's cross toolchain and arm64 -dev packages (docs/build.md)
 # Each part adds itself in src/<part>/module.mk; tests in tests/module.mk.
 
 BUILD ?= build
 CC ?= cc
+# CROSS=<GNU triplet>: compile with Debian's cross compiler for that target; the
+# target's -dev packages sit beside the native ones (multiarch), so nothing else changes.
+CROSS ?=
+ifneq ($(CROSS),)
+CC := $(CROSS)-gcc
+endif
 SAN ?=
 WERROR ?=
 MINIMAL ?= 0
@@ -34,7 +42,7 @@ TEST_PROGS :=
 ALL_TARGETS :=
 
 all: build-all
-.PHONY: all build-all minimal test test-threaded check-format format clean
+.PHONY: all build-all binaries minimal test test-threaded check-format format clean
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -53,6 +61,9 @@ include tests/module.mk
 include src/cli/module.mk
 
 build-all: $(ALL_TARGETS) $(TEST_PROGS)
+
+# The artefacts alone, without the test programs (what an image or a cross build needs).
+binaries: $(ALL_TARGETS)
 
 # The minimal build lives in its own folder so it never mixes with the full one.
 minimal:
