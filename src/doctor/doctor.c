@@ -55,7 +55,8 @@ static void usage(FILE *out)
                  "Checks this node (and the cluster, when the API server is reachable) for the\n"
                  "known GPU traps and prints each finding with its evidence and exact fix.\n\n"
                  "  --root DIR        inspect a node image or fixture at DIR instead of /\n"
-                 "  --node NAME       this node's name in the cluster (default: hostname)\n"
+                 "  --node NAME       this node's name in the cluster (default: $NODE_NAME,\n"
+                 "                    then the host name)\n"
                  "  --kubeconfig FILE API server credentials (default: $KUBECONFIG, then the\n"
                  "                    in-cluster service account, then K3s's k3s.yaml)\n"
                  "  --skip-cluster    do not contact the API server\n"
@@ -171,6 +172,12 @@ int gs_cmd_doctor(int argc, char **argv)
                 d.root);
         return 2;
     }
+    /* In the agent's Pod the host name is the Pod's: the DaemonSet gives the
+     * node's name as $NODE_NAME (the downward API), as the monitor reads it. */
+    const char *env_node = getenv("NODE_NAME");
+    if (!d.node[0] && env_node && *env_node &&
+        set_str(d.node, sizeof d.node, env_node, "$NODE_NAME") < 0)
+        return 2;
     if (!d.node[0]) {
         if (gethostname(d.node, sizeof d.node - 1) != 0)
             memcpy(d.node, "localhost", sizeof "localhost");

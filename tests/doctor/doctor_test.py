@@ -129,6 +129,7 @@ def doctor(node, *args, json_out=True, env=None):
     e = dict(os.environ)
     e.pop("KUBECONFIG", None)
     e.pop("KUBERNETES_SERVICE_HOST", None)
+    e.pop("NODE_NAME", None)
     if env:
         e.update(env)
     p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=60)
@@ -534,7 +535,7 @@ def run_cluster(fixture, scenario, *args, sockets=("kubelet", "plugin", "podreso
     n = Node(fixture, sockets=sockets)
     if setup:
         setup(n, api)
-    a = ["--node", node_name]
+    a = ["--node", node_name] if node_name else []
     if kubeconfig is True:
         a += ["--kubeconfig", api.kubeconfig()]
     elif kubeconfig:
@@ -667,6 +668,10 @@ def test_cluster():
     p, r, _ = run_cluster("k3s-discrete", dict(healthy, pods=healthy["pods"] + [elsewhere]))
     tap(r is not None and "cluster.nvidia-plugin-pod" not in ids(r),
         "NVIDIA's plugin on another node is none of this node's business", show(p, r))
+
+    expect("without --node, $NODE_NAME (the DaemonSet's downward API) names the node",
+           run_cluster("k3s-discrete", healthy, node_name=None, env=lambda api: {"NODE_NAME": "gpu-1"}),
+           "cluster.node-resources", sev="ok", title_has=("gpu-1",))
 
     expect("an unknown --node is a warning naming the nodes there are",
            run_cluster("k3s-discrete", healthy, node_name="nope"), "cluster.node-missing",
