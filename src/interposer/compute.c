@@ -113,8 +113,17 @@ void gs_cc_prime_launched(struct gs_cc_prime *p, uint64_t now)
 {
     /* The first launch since our work was seen finished begins a request. */
     if (p->idle_ns && p->idle_ns >= p->launch_ns && now >= p->idle_ns &&
-        now - p->idle_ns < GS_CC_GUARD_GAP_MAX_NS)
-        p->gaps[p->ngaps++ % GS_CC_GUARD_GAPS] = now - p->idle_ns;
+        now - p->idle_ns < GS_CC_GUARD_GAP_MAX_NS) {
+        uint64_t gap = now - p->idle_ns, shortest;
+        gs_cc_gaps_rhythm(p->gaps, p->ngaps, &shortest, NULL);
+        if (p->ngaps >= GS_CC_GUARD_GAPS && gap > GS_CC_PAUSE_FACTOR * shortest &&
+            p->pauses < GS_CC_GUARD_GAPS / 2) {
+            p->pauses++; /* a pause between bursts: the rhythm stays */
+        } else {
+            p->pauses = 0;
+            p->gaps[p->ngaps++ % GS_CC_GUARD_GAPS] = gap;
+        }
+    }
     p->launch_ns = now;
 }
 
@@ -122,6 +131,23 @@ void gs_cc_prime_idle(struct gs_cc_prime *p, uint64_t now)
 {
     if (now > p->idle_ns)
         p->idle_ns = now;
+}
+
+uint64_t gs_cc_rhythm_gap(const struct gs_cc_prime *p)
+{
+    uint64_t gap;
+    /* Stricter than the guard's own rule, since this one is exact (its own
+     * stamps, every gap): the whole ring, and the longest gap at most twice
+     * the shortest. Requests at random pass the rhythm rule by chance now and
+     * then (the shortest of 8 exponential gaps is half their median about one
+     * time in 14), and every hold then costs for nothing; a serving loop's
+     * gaps differ by its jitter. */
+    if (p->ngaps < GS_CC_GUARD_GAPS || !gs_cc_gaps_rhythm(p->gaps, p->ngaps, &gap, NULL))
+        return 0;
+    for (unsigned i = 0; i < GS_CC_GUARD_GAPS; i++)
+        if (p->gaps[i] > 2 * gap)
+            return 0;
+    return gap;
 }
 
 uint64_t gs_cc_prime_at(const struct gs_cc_prime *p, uint64_t lead_ns)
@@ -136,11 +162,39 @@ uint64_t gs_cc_prime_at(const struct gs_cc_prime *p, uint64_t lead_ns)
     return p->idle_ns + gap - lead_ns;
 }
 
+/* The shortest gap the critical tenants publish of their own rhythm (0: none). */
+static uint64_t published_gap(const struct gs_cc_tenant *t, int n, int self)
+{
+    uint64_t g = 0;
+    for (int i = 0; i < n; i++)
+        if (i != self && t[i].critical && t[i].alive && t[i].crit_gap_ns &&
+            (!g || t[i].crit_gap_ns < g))
+            g = t[i].crit_gap_ns;
+    return g;
+}
+
 /* The guard's hold at now, with the critical tenants idle since crit_idle_seen
  * (0: none): the time to ask again. */
-static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t now)
+static uint64_t guard_hold(const struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,
+                           int self, uint64_t now)
 {
     uint64_t gap, due, longest;
+    uint64_t pub = published_gap(t, n, self);
+    if (pub) {
+        /* The critical tenant's own rhythm: the next request is due one gap
+         * after its work was seen finished. A kernel of ours that cannot end
+         * guard_ns before then waits for the request (or for GS_CC_GUARD_HOLD_NS
+         * after it was due: a paused loop), however long our kernels are:
+         * with kernels longer than its gaps we run only while it pauses.
+         * Protecting its requests comes first (docs/compute.md). */
+        due = me->crit_idle_seen + pub;
+        if (now + me->kernel_ns + me->guard_ns <= due)
+            return 0;
+        if (now >= due + GS_CC_GUARD_HOLD_NS)
+            return 0;
+        uint64_t again = now + GS_CC_CRIT_POLL_NS;
+        return again < due + GS_CC_GUARD_HOLD_NS ? again : due + GS_CC_GUARD_HOLD_NS;
+    }
     if (me->ngaps < GS_CC_GUARD_GAPS / 2)
         return 0; /* too few gaps seen */
     if (gs_cc_guard_short(me, &longest)) {
@@ -300,7 +354,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     uint64_t hold = 0; /* the guard holds gated tenants only (not critical, not bound) */
     if (me->guard_ns && !t[self].critical && !t[self].bound &&
         guard_observe(me, t, n, self, d.critical_busy) && d.go && !d.gated_by_critical)
-        hold = guard_hold(me, now);
+        hold = guard_hold(me, t, n, self, now);
     if (d.gated_by_critical || !d.window_len_ns) {
         /* Not share-controlled (or a critical tenant is busy): decide said it all. */
         if (d.go && hold) {

@@ -98,6 +98,8 @@ struct gs_cc_tenant {
     uint64_t demand_ns; /* last time it wanted to launch */
     uint64_t crit_launch_ns; /* critical only: last launch */
     uint64_t crit_idle_ns;   /* critical only: last time its work was seen finished */
+    uint64_t crit_gap_ns;    /* critical only: the gap between its requests it learnt itself
+                                (gs_cc_rhythm_gap; 0: none, or no rhythm) */
     int window_busy;         /* share-controlled: in its window or draining it */
 };
 
@@ -242,7 +244,19 @@ struct gs_cc_prime {
     unsigned ngaps;
     uint64_t idle_ns;   /* our work last seen finished (0: never) */
     uint64_t launch_ns; /* our last launch */
+    unsigned pauses;    /* gaps in a row taken for pauses (GS_CC_PAUSE_FACTOR) */
 };
+/* With the ring learnt, a gap more than this many times its shortest is a
+ * pause of the loop (bursts of requests), not its rhythm, and is not learnt;
+ * GS_CC_GUARD_GAPS / 2 of them in a row are a new rhythm, and are. */
+#define GS_CC_PAUSE_FACTOR 4
+/* What a critical tenant publishes of its own rhythm (the ledger's
+ * crit_gap_ns): the shortest of its learnt gaps when the whole ring is
+ * learnt, has a rhythm, and no gap is more than twice the shortest, else 0. Best-effort tenants'
+ * guards use it before their own learning: they look at the critical tenant's stamps only now and
+ * then (less often while their own kernel runs), and with kernels longer than its requests they may
+ * never see a whole gap. */
+uint64_t gs_cc_rhythm_gap(const struct gs_cc_prime *p);
 /* A gap shorter than the lead plus this has no room for another tenant's work. */
 #define GS_CC_PRIME_MIN_IDLE_NS (100ull * 1000)
 /* At a launch at now; at a synchronisation that returned at now. */

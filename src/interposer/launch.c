@@ -67,6 +67,9 @@ static struct {
     /* A latency-critical tenant: when its request under way began (its first
      * launch since a synchronisation), 0 = none; measured for the monitor. */
     _Atomic uint64_t request_from;
+    /* ... and the rhythm of its requests, learnt here and published as the
+     * ledger's crit_gap_ns for the best-effort tenants' guards; under lock. */
+    struct gs_cc_prime rhythm;
     uint64_t charged_published; /* of self.charged_ns, what is in the ledger's gpu_ns */
 } cc = {.lock = PTHREAD_MUTEX_INITIALIZER,
         .drain_over = PTHREAD_COND_INITIALIZER,
@@ -298,6 +301,8 @@ static inline void cc_before(void)
     atomic_store_explicit(&cc.last_launch, gs_clock_ns(), memory_order_relaxed);
 }
 
+static void rhythm_request_began(uint64_t now);
+
 static inline void cc_after(CUstream s)
 {
     if (!cc.on)
@@ -306,8 +311,9 @@ static inline void cc_after(CUstream s)
         uint64_t now = gs_clock_ns();
         atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);
         uint64_t none = 0;
-        if (!atomic_load_explicit(&cc.request_from, memory_order_relaxed))
-            atomic_compare_exchange_strong(&cc.request_from, &none, now); /* a request begins */
+        if (!atomic_load_explicit(&cc.request_from, memory_order_relaxed) &&
+            atomic_compare_exchange_strong(&cc.request_from, &none, now)) /* a request begins */
+            rhythm_request_began(now);
         gs_prime_launched(now);
         return;
     }
@@ -381,6 +387,18 @@ static inline int green_enter(CUstream s)
     }
 GS_CU_LAUNCH_HOOKS(LAUNCH_HOOK)
 
+/* A latency-critical tenant's request began (its first launch since a
+ * synchronisation): one more gap learnt, and the rhythm published. */
+static void rhythm_request_began(uint64_t now)
+{
+    pthread_mutex_lock(&cc.lock);
+    gs_cc_prime_launched(&cc.rhythm, now);
+    uint64_t gap = gs_cc_rhythm_gap(&cc.rhythm);
+    pthread_mutex_unlock(&cc.lock);
+    if (atomic_load_explicit(&gs_g.ledger->crit_gap_ns, memory_order_relaxed) != gap)
+        atomic_store_explicit(&gs_g.ledger->crit_gap_ns, gap, memory_order_release);
+}
+
 /* A latency-critical tenant's request, seen finished: its duration goes to
  * the ledger (requests, request_ns) and counts as its GPU time (gpu_ns).
  * A synchronisation with no launch since the last adds nothing. */
@@ -389,6 +407,9 @@ static void request_done(uint64_t now)
     uint64_t from = atomic_exchange_explicit(&cc.request_from, 0, memory_order_relaxed);
     if (!from || now < from)
         return;
+    pthread_mutex_lock(&cc.lock);
+    gs_cc_prime_idle(&cc.rhythm, now);
+    pthread_mutex_unlock(&cc.lock);
     atomic_fetch_add_explicit(&gs_g.ledger->requests, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&gs_g.ledger->request_ns, now - from, memory_order_relaxed);
     atomic_fetch_add_explicit(&gs_g.ledger->gpu_ns, now - from, memory_order_relaxed);
@@ -441,5 +462,6 @@ void gs_launch_after_fork(void)
     atomic_store(&cc.depth, CRIT_QUEUED);
     atomic_store(&cc.shrink_now, 0);
     atomic_store(&cc.request_from, 0);
+    memset(&cc.rhythm, 0, sizeof cc.rhythm);
     cc.charged_published = 0;
 }

@@ -180,11 +180,7 @@ static int ledger_ok(int slot)
 static void note_activity(void)
 {
     uint64_t t = now_ns(CLOCK_REALTIME_COARSE);
-    uint64_t last = atomic_load_explicit(&gs_g.ledger->last_use_ns, memory_order_relaxed);
-    /* One shared write per second at most: the line is not bounced per call. */
-    if (t - last > 1000000000ull)
-        atomic_store_explicit(&gs_g.ledger->last_use_ns, t, memory_order_relaxed);
-    /* And once a second per process, the ledger file's size. */
+    /* Once a second per process, the ledger file's size. */
     uint64_t audit = atomic_load_explicit(&gs_g.audit_ns, memory_order_relaxed);
     if (GS_UNLIKELY(t - audit > 1000000000ull) &&
         atomic_compare_exchange_strong(&gs_g.audit_ns, &audit, t))

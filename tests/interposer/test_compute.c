@@ -31,6 +31,10 @@ struct sim_tenant {
     enum { READY, WAITING, DRAINING } state;
     uint64_t wait_until;
     int busy_forever;              /* compute-bound: always has a next kernel */
+    uint64_t req_burst, req_pause; /* !0: requests every req_every for req_burst, then
+                                      none for req_pause, over and over */
+    int publish_rhythm;            /* critical: publishes its learnt gap (crit_gap_ns), as the
+                                      interposer does; 0 plays an older one that did not */
     uint64_t pause_from, pause_to; /* wants nothing in between (on the CPU, idle) */
     uint64_t last_launch, last_sync;
     int batch;        /* >0: launches this many, then waits for them (a sync) */
@@ -96,6 +100,9 @@ static int wants(struct sim_tenant *x, uint64_t now)
             x->thinking = 0;
             if (!x->req_random && !x->req_think)
                 x->next_req += x->req_every;
+            uint64_t cycle = x->req_burst + x->req_pause;
+            if (x->req_burst && x->next_req % cycle >= x->req_burst)
+                x->next_req += cycle - x->next_req % cycle; /* the pause */
         }
         return x->req_left > 0;
     }
@@ -115,6 +122,8 @@ static void launch(struct sim *s, int i)
         x->req_left--;
         x->pub.crit_launch_ns = s->now;
         gs_cc_prime_launched(&x->prime, s->now);
+        if (x->publish_rhythm)
+            x->pub.crit_gap_ns = gs_cc_rhythm_gap(&x->prime);
     } else {
         for (int j = 0; j < s->n; j++)
             if (j != i && gs_cc_critical_busy(&s->t[j].pub, s->now))
@@ -501,7 +510,14 @@ static void test_hard_cap(void **st)
     assert_true(pct(w, 1, 20 * SEC) > 60.0);
 }
 
+static uint64_t pctl(struct sim_tenant *x, int per100);
+
 static uint64_t p99(struct sim_tenant *x)
+{
+    return pctl(x, 99);
+}
+
+static uint64_t pctl(struct sim_tenant *x, int per100)
 {
     uint64_t v[4096];
     int n = x->nlat;
@@ -512,13 +528,14 @@ static uint64_t p99(struct sim_tenant *x)
             v[j] = v[j - 1];
             v[j - 1] = t;
         }
-    return n ? v[(n * 99) / 100] : 0;
+    return n ? v[(n * per100) / 100] : 0;
 }
 
 static struct sim_tenant *add_critical(struct sim *s)
 {
     struct sim_tenant *c = add(s, "critical", 0, 0);
     c->pub.critical = 1;
+    c->publish_rhythm = 1;
     c->busy_forever = 0;
     c->kernel_ns = 100 * US;
     c->req_kernels = 20;    /* 2 ms of work per request */
@@ -586,7 +603,7 @@ static void test_bound_mode_keeps_best_effort_running(void **st)
  * before the next request is due. Critical: 2 ms of work every 4 ms (a 2 ms
  * gap); best-effort: one kernel in flight, next to it. */
 struct guard_result {
-    uint64_t p99_alone, p99;
+    uint64_t p99_alone, p99, p90_alone, p90;
     uint64_t be_gpu_ns;
     uint64_t crit_busy_launches;
     uint64_t primes; /* the critical tenant's (pair_run with a prime lead) */
@@ -600,6 +617,8 @@ struct guard_result {
  * contexts are modelled, and A primes prime_lead before its next request. */
 struct pair_setup {
     uint64_t every, seed, margin_ns, be_kernel_ns, estimate_ns, switch_ns, prime_lead;
+    uint64_t burst, pause; /* !0: A's requests come in bursts (sim_tenant req_burst) */
+    int old_critical;      /* A publishes no rhythm (an older interposer) */
     uint64_t think; /* !0: A thinks this long after each request instead (every, seed unused) */
 };
 
@@ -611,6 +630,9 @@ static void pair_run(const struct pair_setup *o, struct guard_result *r)
     ca->req_random = o->seed;
     ca->req_think = o->think;
     ca->prime_lead = o->prime_lead;
+    ca->req_burst = o->burst;
+    ca->req_pause = o->pause;
+    ca->publish_rhythm = !o->old_critical;
     run(&alone, 4 * SEC);
     struct sim s = {.switch_ns = o->switch_ns, .resident = -1, .switch_to = -1};
     struct sim_tenant *c = add_critical(&s);
@@ -618,6 +640,9 @@ static void pair_run(const struct pair_setup *o, struct guard_result *r)
     c->req_random = o->seed;
     c->req_think = o->think;
     c->prime_lead = o->prime_lead;
+    c->req_burst = o->burst;
+    c->req_pause = o->pause;
+    c->publish_rhythm = !o->old_critical;
     struct sim_tenant *b = add(&s, "best-effort", 50, 0);
     b->kernel_ns = o->be_kernel_ns;
     b->max_inflight = 1;
@@ -626,6 +651,8 @@ static void pair_run(const struct pair_setup *o, struct guard_result *r)
     run(&s, 4 * SEC);
     r->p99_alone = p99(ca);
     r->p99 = p99(c);
+    r->p90_alone = pctl(ca, 90);
+    r->p90 = pctl(c, 90);
     r->be_gpu_ns = b->gpu_ns[1];
     r->crit_busy_launches = b->launches_while_crit_busy;
     r->primes = c->primes;
@@ -678,17 +705,50 @@ static void test_guard_keeps_requests_clear(void **st)
     assert_true(on.be_gpu_ns < off.be_gpu_ns);
 }
 
-/* Kernels longer than the gaps: holding would starve the best-effort tenant,
- * so the guard does nothing (the same run, step for step). */
-static void test_guard_never_starves(void **st)
+/* Kernels longer than the critical tenant's gaps (3 ms against 2 ms gaps):
+ * without the guard each request finds one running and waits for it. The
+ * critical tenant publishes its own rhythm, so the guard holds even though
+ * none of these kernels can ever fit a gap: requests come first, and the
+ * best-effort tenant runs only when the critical one pauses. Next to a
+ * critical tenant that publishes nothing (an older interposer) the guard
+ * has only its own learning, and holding on an estimate that never fits
+ * would starve it: it does nothing there (the same run, step for step). */
+static void test_guard_long_kernels(void **st)
 {
     (void)st;
-    struct guard_result off, on;
+    struct guard_result off, on, old_off, old_on;
     guard_run(0, 3 * MS, &off);
     guard_run(60 * US, 3 * MS, &on);
     assert_true(off.be_gpu_ns > 0);
-    assert_int_equal(on.be_gpu_ns, off.be_gpu_ns);
-    assert_int_equal(on.p99, off.p99);
+    assert_true(off.p99 >= off.p99_alone + 1 * MS);
+    assert_true(on.p99 <= on.p99_alone + 2 * DT);
+    struct pair_setup o = {.every = 4 * MS, .be_kernel_ns = 3 * MS, .old_critical = 1};
+    pair_run(&o, &old_off);
+    o.margin_ns = 60 * US;
+    pair_run(&o, &old_on);
+    assert_int_equal(old_on.be_gpu_ns, old_off.be_gpu_ns);
+    assert_int_equal(old_on.p99, old_off.p99);
+}
+
+/* The same with a critical tenant that pauses: 2 ms requests every 4 ms for
+ * 40 ms, then 60 ms without any. B's 3 ms kernels never fit a gap, yet it
+ * keeps most of the pauses (less the hold after a request was due). The
+ * first request after a pause comes when none was due, and may find one of
+ * B's kernels running (a known limit: docs/compute.md); within a burst the
+ * requests find the GPU free. */
+static void test_guard_long_kernels_run_in_pauses(void **st)
+{
+    (void)st;
+    struct guard_result on, off;
+    struct pair_setup o = {
+        .every = 4 * MS, .be_kernel_ns = 3 * MS, .burst = 40 * MS, .pause = 60 * MS};
+    pair_run(&o, &off);
+    o.margin_ns = 60 * US;
+    pair_run(&o, &on);
+    assert_true(on.be_gpu_ns > 4 * SEC * 40 / 100); /* the pauses are 60 % of the time */
+    assert_true(on.p99 <= on.p99_alone + o.be_kernel_ns + 2 * DT);
+    assert_true(on.p90 <= on.p90_alone + 2 * DT);   /* 9 of a burst's 10 requests: clear */
+    assert_true(off.p90 >= off.p90_alone + 1 * MS); /* without the guard: not */
 }
 
 /* A critical tenant (a request every `every`, or `think` after each one's end)
@@ -921,9 +981,9 @@ static void test_guard_margin(void **st)
     /* about 0.54 ms more of each 2 ms gap given up, out of ~1.4 ms B had */
     assert_true(wide.be_gpu_ns < narrow.be_gpu_ns * 3 / 4);
     assert_true(wide.be_gpu_ns > narrow.be_gpu_ns / 4);
-    struct guard_result off;
-    guard_run(0, 300 * US, &off);
-    assert_int_equal(too_wide.be_gpu_ns, off.be_gpu_ns);
+    /* a margin no kernel fits: B waits for the requests, which stay clear */
+    assert_true(too_wide.p99 <= too_wide.p99_alone + 2 * DT);
+    assert_true(too_wide.be_gpu_ns < narrow.be_gpu_ns / 10);
 }
 
 /* The critical tenant stops sending requests: the hold ends GS_CC_GUARD_HOLD_NS
@@ -1094,7 +1154,8 @@ int main(void)
         cmocka_unit_test(test_critical_recent_lingers),
         cmocka_unit_test(test_bound_mode_keeps_best_effort_running),
         cmocka_unit_test(test_guard_keeps_requests_clear),
-        cmocka_unit_test(test_guard_never_starves),
+        cmocka_unit_test(test_guard_long_kernels),
+        cmocka_unit_test(test_guard_long_kernels_run_in_pauses),
         cmocka_unit_test(test_guard_holds_through_short_gaps),
         cmocka_unit_test(test_guard_margin),
         cmocka_unit_test(test_guard_long_gaps),
