@@ -4,7 +4,7 @@
  *
  *   request MEMORY  the resources block for a size in bytes, in the node's unit
  *                   (its label gpuslice.io/gpu-memory-unit, or --unit offline)
- *   top             every node's slices: which Pod holds which, what it uses,
+ *   top             every node's slices: which Pod holds which, what it uses, its state,
  *                   from each monitor's /api/slices through the API server's
  *                   pods/proxy (a GET: no exec rights needed to look)
  *   doctor          gpuslice doctor on a node, run in its agent Pod through
@@ -361,7 +361,7 @@ static int monitor_port(const struct opts *o, const cJSON *pod, char *out, size_
 /* ---- top ------------------------------------------------------------------------ */
 
 struct top_row {
-    char node[128], who[400], id[128], mem[80], compute[16], procs[16], cuda[8];
+    char node[128], who[400], id[128], mem[80], compute[16], procs[16], state[16];
 };
 
 static int row_cmp(const void *a, const void *b)
@@ -418,6 +418,7 @@ static int cmd_top(struct opts *o, int argc, char **argv)
             continue;
         }
         const cJSON *s;
+        int unknown_said = 0;
         cJSON_ArrayForEach(s, get(doc, "slices"))
         {
             const char *ns = gs_yamljson_str(s, "namespace"), *pn = gs_yamljson_str(s, "pod");
@@ -450,17 +451,30 @@ static int cmd_top(struct opts *o, int argc, char **argv)
             else
                 snprintf(r->compute, sizeof r->compute, "-");
             snprintf(r->procs, sizeof r->procs, "%.0f", num(s, "processes"));
-            snprintf(r->cuda, sizeof r->cuda, "%s",
-                     cJSON_IsTrue(get(s, "cuda_seen")) ? "yes" : "no");
+            /* running, finished (its processes are gone), no-cuda (held, CUDA never
+             * used: a CPU fallback); an older monitor gives only cuda_seen. */
+            const char *state = gs_yamljson_str(s, "state");
+            snprintf(r->state, sizeof r->state, "%s",
+                     state                               ? state
+                     : cJSON_IsTrue(get(s, "cuda_seen")) ? "running"
+                                                         : "no-cuda");
+            if ((!pn || !*pn) && !unknown_said) {
+                const char *why = gs_yamljson_str(doc, "pods_unknown_reason");
+                fprintf(stderr,
+                        "kubectl gpuslice: node %s: the monitor does not know the Pods%s%s\n",
+                        pod_node(pod), why && *why ? ": " : "", why && *why ? why : "");
+                unknown_said = 1;
+            }
         }
         cJSON_Delete(doc);
     }
-    qsort(rows, nrows, sizeof *rows, row_cmp);
+    if (nrows) /* qsort wants an array, even of none */
+        qsort(rows, nrows, sizeof *rows, row_cmp);
     printf("%-16s %-40s %-20s %-28s %-7s %-5s %s\n", "NODE", "NAMESPACE/POD/CONTAINER", "SLICE",
-           "MEMORY USED / CAP", "COMPUTE", "PROCS", "CUDA");
+           "MEMORY USED / CAP", "COMPUTE", "PROCS", "STATE");
     for (size_t i = 0; i < nrows; i++)
         printf("%-16s %-40s %-20s %-28s %-7s %-5s %s\n", rows[i].node, rows[i].who, rows[i].id,
-               rows[i].mem, rows[i].compute, rows[i].procs, rows[i].cuda);
+               rows[i].mem, rows[i].compute, rows[i].procs, rows[i].state);
     if (!nrows)
         printf("(no slices%s)\n", o->tenant_ns ? " in that namespace" : "");
     free(rows);

@@ -204,6 +204,33 @@ class Handler(BaseHTTPRequestHandler):
         data = bytes(c ^ mask[i % 4] for i, c in enumerate(self.rfile.read(n)))
         return b0 & 0x0F, data, bool(b1 & 0x80)
 
+    def misbehave(self, how):
+        """A server that breaks the protocol, for the client's error paths."""
+        w = self.wfile.write
+        if how == "huge":  # a 2^40-byte frame
+            w(b"\x82\x7f" + struct.pack(">Q", 1 << 40))
+        elif how == "masked":  # servers never mask
+            w(b"\x82\x85abcd" + bytes(c ^ b"abcd"[i % 4] for i, c in enumerate(b"\x01hey!")))
+        elif how == "opcode":
+            w(b"\x83\x02\x01x")
+        elif how == "bigping":
+            w(b"\x89\x7e\x00\xc8" + b"p" * 200)
+        elif how == "cut":  # says 100 bytes, sends 10, hangs up
+            w(b"\x82\x64\x01" + b"x" * 9)
+        elif how == "nostatus":
+            self.frame(0x2, b"\x01half a report\n")
+            self.frame(0x8, struct.pack(">H", 1000))
+        elif how == "failure":
+            self.frame(0x2, b"\x03" + json.dumps({"metadata": {}, "status": "Failure", "reason": "InternalError",
+                                                  "message": "container agent is not running"}).encode())
+            self.frame(0x8, struct.pack(">H", 1000))
+        elif how.startswith("garbage:"):
+            import random
+            rnd = random.Random(int(how.split(":")[1]))
+            w(bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 3000))))
+        self.wfile.flush()
+        self.close_connection = True
+
     def exec(self, m, q):
         spec = self.server.cfg["scenario"].get("exec", {}).get(m.group(2))
         if spec is None:
@@ -228,13 +255,17 @@ class Handler(BaseHTTPRequestHandler):
             local.append(a)
         key = self.headers.get("Sec-WebSocket-Key", "")
         accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+        hostile = spec.get("hostile", "")
         self.send_response(101, "Switching Protocols")
         self.send_header("Upgrade", "websocket")
         self.send_header("Connection", "Upgrade")
-        self.send_header("Sec-WebSocket-Accept", accept)
-        self.send_header("Sec-WebSocket-Protocol", "v4.channel.k8s.io")
+        self.send_header("Sec-WebSocket-Accept", "d3Jvbmc=" if hostile == "badaccept" else accept)
+        if hostile != "noproto":
+            self.send_header("Sec-WebSocket-Protocol", "v4.channel.k8s.io")
         self.end_headers()
         self.note("EXEC %s" % " ".join(argv))
+        if hostile:
+            return self.misbehave(hostile)
         try:
             p = subprocess.run(local, capture_output=True, timeout=60)
         except OSError as e:

@@ -203,8 +203,9 @@ def case_top(api, kc):
     lines = p.stdout.splitlines()
     row = [ln for ln in lines if ln.startswith("gpu-1")]
     ok(len(row) == 1 and "models/llm/server" in row[0] and sid in row[0] and "0 B / 1 GiB (0%)" in row[0] and
-       "20%" in row[0] and row[0].split()[-1] == "yes",
-       "top: node, namespace/pod/container, slice, memory used/cap, compute, CUDA seen", p.stdout + p.stderr)
+       "20%" in row[0] and row[0].split()[-1] == "finished",
+       "top: node, namespace/pod/container, slice, memory used/cap, compute, the monitor's state (its "
+       "processes are gone: finished)", p.stdout + p.stderr)
     ok(lines and lines[0].split()[:2] == ["NODE", "NAMESPACE/POD/CONTAINER"], "top has a header", p.stdout)
     ok(p.returncode == 1 and "node gpu-2: the monitor in Pod gpuslice-agent-bbbbb did not answer" in p.stderr and
        "HTTP 503" in p.stderr, "a node whose monitor cannot be reached is named (exit 1), the others shown",
@@ -223,7 +224,7 @@ def case_top(api, kc):
        api.requests())
     p = plugin("top", "--node", "gpu-1", "-n", "other", kubeconfig=kc)
     ok(p.returncode == 0 and "(no slices in that namespace)" in p.stdout, "-n other hides the models Pod",
-       p.stdout)
+       (p.returncode, p.stdout, p.stderr))
     p = plugin("top", "--node", "gpu-1", "-n", "models", kubeconfig=kc)
     ok(p.returncode == 0 and "models/llm/server" in p.stdout, "-n models keeps it", p.stdout)
     p = plugin("top", "--node", "gpu-9", kubeconfig=kc)
@@ -245,6 +246,27 @@ def case_top_port(api, kc):
 
 with_api({"pods": [agent_pod("gpuslice-agent-aaaaa", "gpu-1", port=9555, port_name="http")],
           "proxy": {"gpuslice-agent-aaaaa:9555": murl}}, case_top_port)
+
+
+mon2 = subprocess.Popen([GS, "monitor", "--listen", "127.0.0.1:0", "--state-root", root,
+                         "--pod-resources-socket", ""], stderr=subprocess.PIPE, text=True)
+m2 = re.search(r"http://127\.0\.0\.1:(\d+)", mon2.stderr.readline())
+
+
+def case_top_unknown(api, kc):
+    p = plugin("top", kubeconfig=kc)
+    row = [ln for ln in p.stdout.splitlines() if ln.startswith("gpu-1")]
+    ok(p.returncode == 0 and len(row) == 1 and "(Pod unknown)" in row[0] and sid in row[0] and
+       "node gpu-1: the monitor does not know the Pods: " in p.stderr,
+       "a monitor that cannot ask the kubelet: the slice shown as (Pod unknown), and the monitor's reason",
+       p.stdout + p.stderr)
+
+
+with_api({"pods": [agent_pod("gpuslice-agent-aaaaa", "gpu-1")],
+          "proxy": {"gpuslice-agent-aaaaa:9402": "http://127.0.0.1:%s" % (m2.group(1) if m2 else "1")}},
+         case_top_unknown)
+mon2.terminate()
+mon2.wait()
 
 
 def case_top_forbidden(api, kc):
@@ -303,6 +325,29 @@ def case_doctor(api, kc):
 with_api({"pods": pods[:2], "exec": {"gpuslice-agent-aaaaa": exec_spec},
           "forbid": ["/api/v1/namespaces/gpuslice-system/pods/gpuslice-agent-bbbbb/exec"]}, case_doctor)
 fix.close()
+
+# ---------------------------------------------------------------- doctor: a server that breaks the protocol
+
+HOSTILE = {"huge": "above 16 MiB", "masked": "masked frame", "opcode": "unknown frame opcode 3",
+           "bigping": "control frame longer than 125", "cut": "frame cut short",
+           "nostatus": "ended before the command's exit status", "failure": "container agent is not running",
+           "badaccept": "Sec-WebSocket-Accept", "noproto": "v4.channel.k8s.io"}
+HOSTILE.update({"garbage:%d" % i: "" for i in range(12)})
+pods_h = [agent_pod("gpuslice-agent-%s" % re.sub(r"\W", "", h).lower(), "n-%d" % i)
+          for i, h in enumerate(HOSTILE)]
+
+
+def case_hostile(api, kc):
+    for i, (how, says) in enumerate(HOSTILE.items()):
+        p = plugin("doctor", "--node", "n-%d" % i, kubeconfig=kc)
+        sane = "Sanitizer" not in p.stderr and "runtime error" not in p.stderr
+        ok(p.returncode == 1 and sane and says in p.stderr and "exec" in p.stderr,
+           "doctor against a server that sends %s: exit 1, %s" % (how, "'%s'" % says if says else "an error"),
+           (p.returncode, p.stdout[-300:], p.stderr[-600:]))
+
+
+with_api({"pods": pods_h, "exec": {p["metadata"]["name"]: dict(exec_spec, hostile=h)
+                                   for p, h in zip(pods_h, HOSTILE)}}, case_hostile)
 
 # ---------------------------------------------------------------- the label: the agent writes, request reads
 
