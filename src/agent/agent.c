@@ -490,10 +490,15 @@ static void publish_node(struct gs_agent *a)
         gs_backend_name(a->inv.backend), a->inv.simulated ? "true" : "false", mode,
         (unsigned long long)a->cfg.memory_unit, unit, (unsigned long long)a->cfg.max_slices_per_gpu,
         a->inv.ngpu, a->inv.how, a->cfg.kubelet_dir);
+    /* gpu<N>.<field>: the monitor's GPU view (contract.h, read by gs_nodefile_load). */
     for (int g = 0; g < a->inv.ngpu; g++)
         fprintf(f,
-                "gpu%d.uuid = %s\ngpu%d.name = %s\ngpu%d.memory = %llu\ngpu%d.context_reserve = "
-                "%llu\ngpu%d.tenants = %d\ngpu%d.advertised = %llu\n",
+                GS_NODE_KEY_GPU_PREFIX "%d." GS_NODE_GPU_UUID " = %s\n" GS_NODE_KEY_GPU_PREFIX
+                                       "%d." GS_NODE_GPU_NAME " = %s\n" GS_NODE_KEY_GPU_PREFIX
+                                       "%d." GS_NODE_GPU_MEMORY " = %llu\n" GS_NODE_KEY_GPU_PREFIX
+                                       "%d.context_reserve = %llu\n" GS_NODE_KEY_GPU_PREFIX
+                                       "%d.tenants = %d\n" GS_NODE_KEY_GPU_PREFIX
+                                       "%d." GS_NODE_GPU_ADVERTISED " = %llu\n",
                 g, a->inv.gpu[g].uuid, g, a->inv.gpu[g].name, g,
                 (unsigned long long)a->inv.gpu[g].memory, g,
                 (unsigned long long)a->rs.context_reserve[g], g, a->rs.max_tenants[g], g,
