@@ -433,6 +433,18 @@ for name in sorted(os.listdir(EX)):
            "%s: '%s' at 256Mi units prints exactly its limits, sizes in bytes as comments" % (name, cmd),
            body + "---\n" + p.stdout + p.stderr)
 
+# docs/resources.md's worked examples name the command too.
+with open(os.path.join(os.path.dirname(TESTS), "docs", "resources.md")) as f:
+    doc = f.read()
+cases = re.findall(r"\(kubectl gpuslice (request [^)]*)\)\n(?:resources:\n)?\s*limits: \{([^}]*)\}", doc)
+for cmd, limits in cases:
+    p = plugin(*(cmd.split() + ["--unit", "256Mi"]))
+    got = dict(re.findall(r"^    (gpuslice\.io/[\w-]+): (\d+)", p.stdout, re.M))
+    want = dict(re.findall(r"(gpuslice\.io/[\w-]+): (\d+)", limits))
+    ok(p.returncode == 0 and got == want, "docs/resources.md: '%s' gives its limits {%s}" % (cmd, limits),
+       p.stdout + p.stderr)
+ok(len(cases) == 4, "docs/resources.md: its four worked requests name their command", cases)
+
 # ---------------------------------------------------------------- the contract's names in deploy/
 
 contract = open(os.path.join(os.path.dirname(TESTS), "src", "contract", "contract.h")).read()
