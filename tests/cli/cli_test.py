@@ -115,6 +115,10 @@ MAN = os.path.join(SRC, "man")
 pages = sorted(f for f in os.listdir(MAN) if f.endswith(".1"))
 ok(pages == sorted(["gpuslice.1"] + ["gpuslice-%s.1" % v for v in VERBS if v != "version"]),
    "a page for gpuslice and one for each verb", pages)
+version = out("version").stdout.split()[1]
+stale = [pg for pg in pages if '"gpuslice %s"' % version not in open(os.path.join(MAN, pg)).read().split("\n.nh")[0]]
+ok(not stale, "every page's .TH names this version (gpuslice %s): bump them with the Makefile's VERSION" % version,
+   stale)
 groff = shutil.which("groff")
 for page in pages:
     path = os.path.join(MAN, page)
