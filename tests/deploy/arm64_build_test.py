@@ -29,6 +29,14 @@ tap = Tap()
 out = BUILD.rstrip("/") + "-arm64"
 make = ["make", "-C", SRC, "WERROR=1", "CROSS=" + CROSS, "BUILD=" + out]
 
+# deploy/Containerfile's build stage, for TARGETARCH=arm64, picks this same triplet.
+with open(os.path.join(SRC, "deploy", "Containerfile")) as f:
+    m = re.search(r"cross=(\$\(dpkg-architecture [^)]*\))", f.read())
+picked = subprocess.run(["sh", "-c", "target=arm64; echo %s" % m.group(1)], capture_output=True,
+                        text=True).stdout.strip() if m else None
+tap.ok(picked == CROSS, "deploy/Containerfile's build stage cross-compiles for TARGETARCH=arm64 with %s"
+       % CROSS, (m and m.group(1), picked))
+
 db = subprocess.run(make + ["-pq", "all"], capture_output=True, text=True).stdout
 m = re.search(r"^ALL_TARGETS :?= (.*)$", db, re.M)
 targets = m.group(1).split() if m else []
