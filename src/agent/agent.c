@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "node/inventory.h"
+#include "agent/dra.h"
 #include "agent/nodelabels.h"
 #include "agent/plugin.h"
 #include "node/resources.h"
@@ -71,6 +72,7 @@ struct gs_agent {
     struct gs_sharing sharing;
     struct gs_resources rs;
     struct gs_plugin *plugin;
+    struct gs_dra *dra; /* dra = on: the DRA driver instead of the device plugin's servers */
     struct gs_rpc *rpc;
     struct gs_rpc_server *srv[GS_RES_MAX];
     int ino_fd;
@@ -259,6 +261,10 @@ static int is_socket(const char *path)
 
 static void check_sockets(struct gs_agent *a)
 {
+    if (a->dra) {
+        gs_dra_check_sockets(a->dra);
+        return;
+    }
     for (int i = 0; i < a->rs.n; i++) {
         char path[PATH_MAX];
         socket_path(a, a->rs.r[i].socket, path, sizeof path);
@@ -354,14 +360,16 @@ static void health_changed(void *ud)
  * folder of its health file; the pipe for signals; the waker thread. */
 static int watch_start(struct gs_agent *a, gs_error *err)
 {
+    /* dra = on: our registration socket's folder (a socket deleted there is
+     * served again; the kubelet's plugin watcher registers what appears). */
+    const char *kdir = a->dra ? a->cfg.plugins_registry_dir : a->cfg.kubelet_dir;
     a->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     a->wd_kubelet = a->ino_fd < 0
                         ? -1
-                        : inotify_add_watch(a->ino_fd, a->cfg.kubelet_dir,
+                        : inotify_add_watch(a->ino_fd, kdir,
                                             IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM);
     if (a->wd_kubelet < 0)
-        return gs_error_set(err, GS_EIO, "cannot watch %s with inotify: %s", a->cfg.kubelet_dir,
-                            strerror(errno));
+        return gs_error_set(err, GS_EIO, "cannot watch %s with inotify: %s", kdir, strerror(errno));
     a->wd_health = -1;
     if (a->inv.simulated && a->inv.health_file[0]) {
         char dir[PATH_MAX];
@@ -571,6 +579,8 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
         rc = gs_resources_build(&a->rs, &a->inv, &a->cfg, &a->sharing, err);
     if (rc == GS_OK)
         rc = gs_plugin_create(&a->plugin, &a->cfg, &a->inv, &a->rs, err);
+    if (rc == GS_OK && a->cfg.dra)
+        rc = gs_dra_create(&a->dra, &a->cfg, &a->inv, &a->rs, a->plugin, err);
     if (rc == GS_OK)
         rc = gs_rpc_create(&a->rpc, err);
     if (rc < 0) {
@@ -635,13 +645,15 @@ static int next_timeout(const struct gs_agent *a, uint64_t now, int kubelet_up)
         next = a->next_reap;
     if (a->inv.simulated && a->inv.health_file[0] && a->wd_health < 0 && a->next_sim_poll < next)
         next = a->next_sim_poll;
+    if (a->dra && gs_dra_next(a->dra) < next)
+        next = gs_dra_next(a->dra);
     return next <= now ? 0 : next - now > 60000 ? 60000 : (int)(next - now);
 }
 
 int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
 {
     struct stat st;
-    if (stat(a->cfg.kubelet_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (!a->dra && (stat(a->cfg.kubelet_dir, &st) != 0 || !S_ISDIR(st.st_mode)))
         return gs_error_set(err, GS_ENOENT,
                             "kubelet device-plugin folder %s does not exist: is this a kubelet "
                             "node? set --kubelet-dir (K3s uses /var/lib/kubelet/device-plugins)",
@@ -649,7 +661,7 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
     a->reg.wake = a->podres.wake = a->rpc;
     int rc = watch_start(a, err);
     if (rc == GS_OK)
-        rc = servers_start(a, err);
+        rc = a->dra ? gs_dra_start(a->dra, a->rpc, err) : servers_start(a, err);
     if (rc == GS_OK && a->inv.nvml && gs_inventory_nvml_watch_start(&a->inv, err) < 0)
         rc = GS_EIO;
     if (rc < 0) {
@@ -658,9 +670,9 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
     }
     char ks[PATH_MAX];
     socket_path(a, GS_KUBELET_SOCKET, ks, sizeof ks);
-    a->need_register = 1;
+    a->need_register = !a->dra;
     a->reg_backoff = 1000;
-    if (!is_socket(ks))
+    if (!a->dra && !is_socket(ks))
         GS_LOGI("waiting for the kubelet to create %s", ks);
     a->health_seen = atomic_load(&a->inv.health_gen);
     uint64_t now = now_ms();
@@ -686,7 +698,11 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
         if (gen != a->health_seen) {
             a->health_seen = gen;
             gs_plugin_health_changed(a->plugin);
+            if (a->dra)
+                gs_dra_health_changed(a->dra);
         }
+        if (a->dra)
+            gs_dra_step(a->dra, now);
         reclaim_step(a, now);
         if (now >= a->next_sock_check) {
             a->next_sock_check = now + SOCKET_CHECK_MS;
@@ -715,6 +731,8 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
         while (busy[i]->running && !atomic_load(&busy[i]->done) && now_ms() < until)
             gs_rpc_poll(a->rpc, 10); /* serve the kubelet's call back inside Register */
     servers_stop(a);
+    if (a->dra)
+        gs_dra_stop(a->dra);
     watch_stop(a);
     for (size_t i = 0; i < 2; i++)
         if (busy[i]->running && !atomic_load(&busy[i]->done)) {
@@ -739,6 +757,7 @@ int gs_agent_destroy(struct gs_agent *a)
     if (a->rpc)
         gs_rpc_destroy(a->rpc);
     gs_inventory_close(&a->inv);
+    gs_dra_destroy(a->dra);
     gs_plugin_destroy(a->plugin);
     if (a->ino_fd >= 0)
         close(a->ino_fd);

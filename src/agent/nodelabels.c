@@ -36,19 +36,35 @@ static char *patch_body(const struct gs_agent_config *c, const char *backend, co
     return s;
 }
 
+void gs_nodelabels_node_name(const struct gs_agent_config *c, char *node, size_t len)
+{
+    const char *env = getenv("NODE_NAME");
+    if (c->node_name[0])
+        snprintf(node, len, "%s", c->node_name);
+    else if (env && *env)
+        snprintf(node, len, "%s", env);
+    else if (gethostname(node, len - 1) != 0)
+        node[0] = '\0';
+    node[len - 1] = '\0';
+}
+
+int gs_nodelabels_kube_open(const struct gs_agent_config *c, struct gs_kube *k, gs_error *err)
+{
+    if (!c->kubeconfig[0] && !getenv("KUBERNETES_SERVICE_HOST"))
+        return gs_error_set(err, GS_ENOENT,
+                            "not in a Pod and no kubeconfig setting: no API server to talk to");
+    struct gs_kube_opts o = {.kubeconfig = c->kubeconfig[0] ? c->kubeconfig : NULL,
+                             .root = "",
+                             .agent = "gpuslice-agent"};
+    return gs_kube_open(k, &o, err);
+}
+
 int gs_nodelabels_publish(const struct gs_agent_config *c, const char *backend, const char *mode)
 {
     if (c->node_labels == 1) /* off */
         return -1;
     char node[256];
-    const char *env = getenv("NODE_NAME");
-    if (c->node_name[0])
-        snprintf(node, sizeof node, "%s", c->node_name);
-    else if (env && *env)
-        snprintf(node, sizeof node, "%s", env);
-    else if (gethostname(node, sizeof node - 1) != 0)
-        node[0] = '\0';
-    node[sizeof node - 1] = '\0';
+    gs_nodelabels_node_name(c, node, sizeof node);
     if (!c->kubeconfig[0] && !getenv("KUBERNETES_SERVICE_HOST")) {
         GS_LOGI("node labels (" GS_LABEL_MEMORY_UNIT "): not in a Pod and no kubeconfig setting, "
                 "not published");
@@ -56,10 +72,7 @@ int gs_nodelabels_publish(const struct gs_agent_config *c, const char *backend, 
     }
     struct gs_kube k;
     gs_error err = {0};
-    struct gs_kube_opts o = {.kubeconfig = c->kubeconfig[0] ? c->kubeconfig : NULL,
-                             .root = "",
-                             .agent = "gpuslice-agent"};
-    if (gs_kube_open(&k, &o, &err) < 0) {
+    if (gs_nodelabels_kube_open(c, &k, &err) < 0) {
         GS_LOGW("node labels not published: %s", err.msg);
         return -1;
     }

@@ -67,31 +67,6 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void reply_error(struct gs_rpc_reply *out, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void reply_error(struct gs_rpc_reply *out, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out->msg, sizeof out->msg, fmt, ap);
-    va_end(ap);
-    out->status = status;
-    GS_LOGW("%s", out->msg);
-}
-
-/* Packs any protobuf-c message into out. */
-static void reply_message(struct gs_rpc_reply *out, const ProtobufCMessage *m)
-{
-    size_t len = protobuf_c_message_get_packed_size(m);
-    out->data = malloc(len ? len : 1);
-    if (!out->data) {
-        reply_error(out, GS_RPC_INTERNAL, "agent out of memory encoding a reply");
-        return;
-    }
-    out->len = protobuf_c_message_pack(m, out->data);
-    out->status = GS_RPC_OK;
-}
-
 /* ---- slice table ---------------------------------------------------------- */
 
 static int slice_add(struct gs_plugin *p)
@@ -576,14 +551,14 @@ static void h_options(void *ud, const uint8_t *req, size_t len, struct gs_rpc_re
     (void)ud;
     V1beta1__Empty *e = v1beta1__empty__unpack(NULL, len, req);
     if (!e) {
-        reply_error(out, GS_RPC_INVALID_ARGUMENT,
-                    "GetDevicePluginOptions: the request is not a v1beta1.Empty message");
+        gs_rpc_reply_error(out, GS_RPC_INVALID_ARGUMENT,
+                           "GetDevicePluginOptions: the request is not a v1beta1.Empty message");
         return;
     }
     v1beta1__empty__free_unpacked(e, NULL);
     V1beta1__DevicePluginOptions opt = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
     opt.get_preferred_allocation_available = 1;
-    reply_message(out, &opt.base);
+    gs_rpc_reply_message(out, &opt.base);
 }
 
 static void h_prestart(void *ud, const uint8_t *req, size_t len, struct gs_rpc_reply *out)
@@ -592,13 +567,13 @@ static void h_prestart(void *ud, const uint8_t *req, size_t len, struct gs_rpc_r
     V1beta1__PreStartContainerRequest *m =
         v1beta1__pre_start_container_request__unpack(NULL, len, req);
     if (!m) {
-        reply_error(out, GS_RPC_INVALID_ARGUMENT,
-                    "PreStartContainer: the request is not a PreStartContainerRequest");
+        gs_rpc_reply_error(out, GS_RPC_INVALID_ARGUMENT,
+                           "PreStartContainer: the request is not a PreStartContainerRequest");
         return;
     }
     v1beta1__pre_start_container_request__free_unpacked(m, NULL);
     V1beta1__PreStartContainerResponse r = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
-    reply_message(out, &r.base);
+    gs_rpc_reply_message(out, &r.base);
 }
 
 static void law_open(void *ud, struct gs_rpc_stream *s)
@@ -787,98 +762,118 @@ static int commit(struct endpoint *ep, const struct parsed *pr, gs_error *err)
     return si;
 }
 
-/* One container's answer; the strings live in store. */
+/* One container's answer; the strings live in e. */
 struct cresp {
     V1beta1__ContainerAllocateResponse m;
-    V1beta1__ContainerAllocateResponse__EnvsEntry env[5], *envp[5];
+    V1beta1__ContainerAllocateResponse__EnvsEntry env[GS_EDITS_MAX_ENV], *envp[GS_EDITS_MAX_ENV];
     V1beta1__ContainerAllocateResponse__AnnotationsEntry ann[1], *annp[1];
-    V1beta1__Mount mnt[7], *mntp[7];
+    V1beta1__Mount mnt[GS_EDITS_MAX_MOUNTS], *mntp[GS_EDITS_MAX_MOUNTS];
     V1beta1__DeviceSpec dev[GS_INV_MAX_NODES], *devp[GS_INV_MAX_NODES];
     V1beta1__CDIDevice cdi[1], *cdip[1];
-    char limits[PATH_MAX], ledger[PATH_MAX], ann_key[128], cdi_name[192],
-        slice_id[GS_SLICE_ID_MAX + 1];
+    char ann_key[128];
+    struct gs_plugin_edits e;
 };
 
-static void add_env(struct cresp *c, const char *k, const char *v)
+static void edit_env(struct gs_plugin_edits *e, const char *k, const char *v)
 {
-    size_t i = c->m.n_envs++;
-    v1beta1__container_allocate_response__envs_entry__init(&c->env[i]);
-    c->env[i].key = (char *)k;
-    c->env[i].value = (char *)v;
-    c->envp[i] = &c->env[i];
+    e->env[e->nenv].key = k;
+    e->env[e->nenv++].value = v;
 }
 
-static void add_mount(struct cresp *c, const char *ctr, const char *host, int ro)
+static void edit_mount(struct gs_plugin_edits *e, const char *ctr, const char *host, int ro)
 {
-    size_t i = c->m.n_mounts++;
-    v1beta1__mount__init(&c->mnt[i]);
-    c->mnt[i].container_path = (char *)ctr;
-    c->mnt[i].host_path = (char *)host;
-    c->mnt[i].read_only = ro;
-    c->mntp[i] = &c->mnt[i];
+    e->mount[e->nmount].ctr = ctr;
+    e->mount[e->nmount].host = host;
+    e->mount[e->nmount++].ro = ro;
+}
+
+void gs_plugin_edits(const struct gs_plugin *p, int gpu, const char *slice_id,
+                     struct gs_plugin_edits *e)
+{
+    const struct gs_gpu *g = &p->inv->gpu[gpu];
+    memset(e, 0, sizeof *e);
+    snprintf(e->slice_id, sizeof e->slice_id, "%s", slice_id);
+    snprintf(e->limits, sizeof e->limits, "%s/%s/" GS_SLICE_LIMITS, p->c->state_root, slice_id);
+    snprintf(e->ledger, sizeof e->ledger, "%s/%s/" GS_SLICE_LEDGER, p->c->state_root, slice_id);
+    edit_env(e, GS_ENV_SLICE_ID, e->slice_id);
+    int dls = p->c->device_list_strategy;
+    /* With CDI the runtime injects the GPU; "void" keeps a legacy CUDA image's
+     * NVIDIA_VISIBLE_DEVICES=all from exposing every GPU on top. */
+    edit_env(e, GS_ENV_NVIDIA_VISIBLE, dls == GS_DLS_ENVVAR ? g->visible : "void");
+    if (p->inv->simulated)
+        edit_env(e, GS_ENV_SIMULATED, "1");
+    edit_mount(e, GS_CTR_LIMITS, e->limits, 1);
+    edit_mount(e, GS_CTR_LEDGER, e->ledger, 0);
+    edit_mount(e, GS_CTR_INTERPOSER, p->c->interposer_path, 1);
+    edit_mount(e, GS_CTR_PRELOAD, p->preload, 1);
+    /* The other tenants' limits and ledgers, read-only: the compute controller
+     * lays out its time windows from them (docs/compute.md). */
+    edit_mount(e, GS_CTR_PEERS, p->c->state_root, 1);
+    if (p->c->compute_sharing == GS_SHARING_MPS) {
+        /* The node's MPS daemon: its pipe directory (clients connect to its
+         * socket) and, where the daemon does not share the host's IPC
+         * namespace, the shared memory it uses. The per-client settings come
+         * from the limits file (the interposer applies them). */
+        edit_env(e, GS_ENV_MPS_PIPE_DIR, GS_CTR_MPS_DIR);
+        edit_mount(e, GS_CTR_MPS_DIR, p->c->mps_pipe_dir, 0);
+        if (p->c->mps_shm_dir[0])
+            edit_mount(e, "/dev/shm", p->c->mps_shm_dir, 0);
+    }
+    if (dls != GS_DLS_ENVVAR) {
+        snprintf(e->cdi_name, sizeof e->cdi_name, "%s=%s", p->c->cdi_kind, g->visible);
+        e->cdi = e->cdi_name;
+    }
+    if (dls == GS_DLS_ENVVAR && p->c->pass_device_specs)
+        for (int i = 0; i < g->ndev; i++)
+            e->dev[e->ndev++] = g->dev[i];
 }
 
 static void fill_response(struct gs_plugin *p, int si, struct cresp *c)
 {
     struct slice_rec *s = &p->slices[si];
-    struct gs_gpu *g = &p->inv->gpu[s->gpu];
+    struct gs_plugin_edits *e = &c->e;
+    gs_plugin_edits(p, s->gpu, s->id, e);
     v1beta1__container_allocate_response__init(&c->m);
     c->m.envs = c->envp;
     c->m.mounts = c->mntp;
     c->m.devices = c->devp;
     c->m.annotations = c->annp;
     c->m.cdi_devices = c->cdip;
-    snprintf(c->slice_id, sizeof c->slice_id, "%s", s->id);
-    snprintf(c->limits, sizeof c->limits, "%s/%s/" GS_SLICE_LIMITS, p->c->state_root, s->id);
-    snprintf(c->ledger, sizeof c->ledger, "%s/%s/" GS_SLICE_LEDGER, p->c->state_root, s->id);
-    add_env(c, GS_ENV_SLICE_ID, c->slice_id);
-    int dls = p->c->device_list_strategy;
-    /* With CDI the runtime injects the GPU; "void" keeps a legacy CUDA image's
-     * NVIDIA_VISIBLE_DEVICES=all from exposing every GPU on top. */
-    add_env(c, GS_ENV_NVIDIA_VISIBLE, dls == GS_DLS_ENVVAR ? g->visible : "void");
-    if (p->inv->simulated)
-        add_env(c, GS_ENV_SIMULATED, "1");
-    add_mount(c, GS_CTR_LIMITS, c->limits, 1);
-    add_mount(c, GS_CTR_LEDGER, c->ledger, 0);
-    add_mount(c, GS_CTR_INTERPOSER, p->c->interposer_path, 1);
-    add_mount(c, GS_CTR_PRELOAD, p->preload, 1);
-    /* The other tenants' limits and ledgers, read-only: the compute controller
-     * lays out its time windows from them (docs/compute.md). */
-    add_mount(c, GS_CTR_PEERS, p->c->state_root, 1);
-    if (p->c->compute_sharing == GS_SHARING_MPS) {
-        /* The node's MPS daemon: its pipe directory (clients connect to its
-         * socket) and, where the daemon does not share the host's IPC
-         * namespace, the shared memory it uses. The per-client settings come
-         * from the limits file (the interposer applies them). */
-        add_env(c, GS_ENV_MPS_PIPE_DIR, GS_CTR_MPS_DIR);
-        add_mount(c, GS_CTR_MPS_DIR, p->c->mps_pipe_dir, 0);
-        if (p->c->mps_shm_dir[0])
-            add_mount(c, "/dev/shm", p->c->mps_shm_dir, 0);
+    for (int i = 0; i < e->nenv; i++) {
+        v1beta1__container_allocate_response__envs_entry__init(&c->env[i]);
+        c->env[i].key = (char *)e->env[i].key;
+        c->env[i].value = (char *)e->env[i].value;
+        c->envp[c->m.n_envs++] = &c->env[i];
     }
-    snprintf(c->cdi_name, sizeof c->cdi_name, "%s=%s", p->c->cdi_kind, g->visible);
+    for (int i = 0; i < e->nmount; i++) {
+        v1beta1__mount__init(&c->mnt[i]);
+        c->mnt[i].container_path = (char *)e->mount[i].ctr;
+        c->mnt[i].host_path = (char *)e->mount[i].host;
+        c->mnt[i].read_only = e->mount[i].ro;
+        c->mntp[c->m.n_mounts++] = &c->mnt[i];
+    }
+    int dls = p->c->device_list_strategy;
     if (dls == GS_DLS_CDI_ANNOTATIONS) {
         /* The same annotation shape NVIDIA's plugin writes (cdi.k8s.io/ prefix). */
         snprintf(c->ann_key, sizeof c->ann_key, GS_CDI_ANNOTATION_PREFIX "%s", s->id);
         v1beta1__container_allocate_response__annotations_entry__init(&c->ann[0]);
         c->ann[0].key = c->ann_key;
-        c->ann[0].value = c->cdi_name;
+        c->ann[0].value = e->cdi_name;
         c->annp[0] = &c->ann[0];
         c->m.n_annotations = 1;
     } else if (dls == GS_DLS_CDI_CRI) {
         v1beta1__cdidevice__init(&c->cdi[0]);
-        c->cdi[0].name = c->cdi_name;
+        c->cdi[0].name = e->cdi_name;
         c->cdip[0] = &c->cdi[0];
         c->m.n_cdi_devices = 1;
     }
-    if (dls == GS_DLS_ENVVAR && p->c->pass_device_specs)
-        for (int i = 0; i < g->ndev; i++) {
-            v1beta1__device_spec__init(&c->dev[i]);
-            c->dev[i].container_path = g->dev[i];
-            c->dev[i].host_path = g->dev[i];
-            c->dev[i].permissions = "rw";
-            c->devp[i] = &c->dev[i];
-            c->m.n_devices++;
-        }
+    for (int i = 0; i < e->ndev; i++) {
+        v1beta1__device_spec__init(&c->dev[i]);
+        c->dev[i].container_path = (char *)e->dev[i];
+        c->dev[i].host_path = (char *)e->dev[i];
+        c->dev[i].permissions = "rw";
+        c->devp[c->m.n_devices++] = &c->dev[i];
+    }
 }
 
 static void h_allocate(void *ud, const uint8_t *req, size_t len, struct gs_rpc_reply *out)
@@ -888,24 +883,26 @@ static void h_allocate(void *ud, const uint8_t *req, size_t len, struct gs_rpc_r
     const char *name = p->rs->r[ep->res].name;
     V1beta1__AllocateRequest *m = v1beta1__allocate_request__unpack(NULL, len, req);
     if (!m) {
-        reply_error(out, GS_RPC_INVALID_ARGUMENT,
-                    "Allocate %s: the request is not a valid v1beta1.AllocateRequest (%zu bytes)",
-                    name, len);
+        gs_rpc_reply_error(
+            out, GS_RPC_INVALID_ARGUMENT,
+            "Allocate %s: the request is not a valid v1beta1.AllocateRequest (%zu bytes)", name,
+            len);
         return;
     }
     struct parsed *pr = NULL;
     struct cresp *cr = NULL;
     size_t nc = m->n_container_requests;
     if (nc == 0 || nc > MAX_CONTAINERS) {
-        reply_error(out, GS_RPC_INVALID_ARGUMENT,
-                    "Allocate %s: %zu container requests; expected 1 to %d", name, nc,
-                    MAX_CONTAINERS);
+        gs_rpc_reply_error(out, GS_RPC_INVALID_ARGUMENT,
+                           "Allocate %s: %zu container requests; expected 1 to %d", name, nc,
+                           MAX_CONTAINERS);
         goto done;
     }
     pr = calloc(nc, sizeof *pr);
     cr = calloc(nc, sizeof *cr);
     if (!pr || !cr) {
-        reply_error(out, GS_RPC_RESOURCE_EXHAUSTED, "Allocate %s: agent out of memory", name);
+        gs_rpc_reply_error(out, GS_RPC_RESOURCE_EXHAUSTED, "Allocate %s: agent out of memory",
+                           name);
         goto done;
     }
     /* Check every container first, so a bad request changes nothing. */
@@ -914,15 +911,16 @@ static void h_allocate(void *ud, const uint8_t *req, size_t len, struct gs_rpc_r
         int st = check_ids(ep, m->container_requests[i]->devices_ids,
                            m->container_requests[i]->n_devices_ids, &pr[i], msg, sizeof msg);
         if (st != GS_RPC_OK) {
-            reply_error(out, st, "%s", msg);
+            gs_rpc_reply_error(out, st, "%s", msg);
             goto done;
         }
         for (size_t j = 0; j < i; j++)
             for (int a = 0; a < pr[i].n; a++)
                 for (int b = 0; b < pr[j].n; b++)
                     if (pr[i].gpu == pr[j].gpu && pr[i].units[a] == pr[j].units[b]) {
-                        reply_error(out, GS_RPC_INVALID_ARGUMENT,
-                                    "Allocate %s: one device ID is given to two containers", name);
+                        gs_rpc_reply_error(out, GS_RPC_INVALID_ARGUMENT,
+                                           "Allocate %s: one device ID is given to two containers",
+                                           name);
                         goto done;
                     }
     }
@@ -931,7 +929,7 @@ static void h_allocate(void *ud, const uint8_t *req, size_t len, struct gs_rpc_r
         gs_error err = {0};
         int si = commit(ep, &pr[i], &err);
         if (si < 0) {
-            reply_error(out, GS_RPC_INTERNAL, "Allocate %s: %s", name, err.msg);
+            gs_rpc_reply_error(out, GS_RPC_INTERNAL, "Allocate %s: %s", name, err.msg);
             goto done;
         }
         fill_response(p, si, &cr[i]);
@@ -940,7 +938,7 @@ static void h_allocate(void *ud, const uint8_t *req, size_t len, struct gs_rpc_r
     V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
     resp.n_container_responses = nc;
     resp.container_responses = ptrs;
-    reply_message(out, &resp.base);
+    gs_rpc_reply_message(out, &resp.base);
 done:
     free(pr);
     free(cr);
@@ -1029,24 +1027,24 @@ static void h_preferred(void *ud, const uint8_t *req, size_t len, struct gs_rpc_
     V1beta1__PreferredAllocationRequest *m =
         v1beta1__preferred_allocation_request__unpack(NULL, len, req);
     if (!m) {
-        reply_error(out, GS_RPC_INVALID_ARGUMENT,
-                    "GetPreferredAllocation %s: the request is not a valid "
-                    "PreferredAllocationRequest",
-                    name);
+        gs_rpc_reply_error(out, GS_RPC_INVALID_ARGUMENT,
+                           "GetPreferredAllocation %s: the request is not a valid "
+                           "PreferredAllocationRequest",
+                           name);
         return;
     }
     size_t nc = m->n_container_requests;
     V1beta1__ContainerPreferredAllocationResponse *a = NULL, **ap = NULL;
     if (nc == 0 || nc > MAX_CONTAINERS) {
-        reply_error(out, GS_RPC_INVALID_ARGUMENT,
-                    "GetPreferredAllocation %s: %zu container requests; expected 1 to %d", name, nc,
-                    MAX_CONTAINERS);
+        gs_rpc_reply_error(out, GS_RPC_INVALID_ARGUMENT,
+                           "GetPreferredAllocation %s: %zu container requests; expected 1 to %d",
+                           name, nc, MAX_CONTAINERS);
         goto done;
     }
     a = calloc(nc, sizeof *a);
     ap = calloc(nc, sizeof *ap);
     if (!a || !ap) {
-        reply_error(out, GS_RPC_RESOURCE_EXHAUSTED, "agent out of memory");
+        gs_rpc_reply_error(out, GS_RPC_RESOURCE_EXHAUSTED, "agent out of memory");
         goto done;
     }
     for (size_t i = 0; i < nc; i++) {
@@ -1055,14 +1053,14 @@ static void h_preferred(void *ud, const uint8_t *req, size_t len, struct gs_rpc_
         char msg[sizeof out->msg];
         int st = prefer_one(ep, m->container_requests[i], &a[i], msg, sizeof msg);
         if (st != GS_RPC_OK) {
-            reply_error(out, st, "%s", msg);
+            gs_rpc_reply_error(out, st, "%s", msg);
             goto done;
         }
     }
     V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
     resp.n_container_responses = nc;
     resp.container_responses = ap;
-    reply_message(out, &resp.base);
+    gs_rpc_reply_message(out, &resp.base);
 done:
     if (a)
         for (size_t i = 0; i < nc; i++)
@@ -1095,7 +1093,7 @@ void gs_plugin_handle(struct gs_plugin *p, int resource, const char *path, const
             methods[i].unary(&p->ep[resource], req, len, out);
             return;
         }
-    reply_error(out, GS_RPC_UNIMPLEMENTED, "gpuslice agent does not implement %s", path);
+    gs_rpc_reply_error(out, GS_RPC_UNIMPLEMENTED, "gpuslice agent does not implement %s", path);
 }
 
 /* ---- reclaim ------------------------------------------------------------- */

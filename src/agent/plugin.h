@@ -17,6 +17,7 @@
 #include "node/inventory.h"
 #include "node/resources.h"
 #include "kubelet/rpc.h"
+#include "contract/slice.h"
 #include "common/error.h"
 
 #define GS_PLUGIN_PATH_OPTIONS "/v1beta1.DevicePlugin/GetDevicePluginOptions"
@@ -62,6 +63,29 @@ void gs_plugin_health_changed(struct gs_plugin *p);
 /* Applies a PodResources List reply: slices whose devices the kubelet no
  * longer lists, older than reclaim_grace, are removed. Returns how many. */
 int gs_plugin_reclaim(struct gs_plugin *p, const uint8_t *resp, size_t len, gs_error *err);
+
+/* What a tenant's container needs of a slice on gpu: environment, file
+ * mounts, the GPU's device nodes (device_list_strategy envvar with
+ * pass_device_specs) or its CDI device (the cdi strategies). The Allocate
+ * answer and, in DRA mode, the claim's CDI spec say the same. Strings point
+ * into e, the plugin's settings and the inventory. */
+#define GS_EDITS_MAX_ENV 6
+#define GS_EDITS_MAX_MOUNTS 8
+struct gs_plugin_edits {
+    int nenv, nmount, ndev;
+    struct {
+        const char *key, *value;
+    } env[GS_EDITS_MAX_ENV];
+    struct {
+        const char *ctr, *host;
+        int ro;
+    } mount[GS_EDITS_MAX_MOUNTS];
+    const char *dev[GS_INV_MAX_NODES];
+    const char *cdi; /* "<cdi_kind>=<GPU>", or NULL */
+    char limits[PATH_MAX], ledger[PATH_MAX], cdi_name[192], slice_id[GS_SLICE_ID_MAX + 1];
+};
+void gs_plugin_edits(const struct gs_plugin *p, int gpu, const char *slice_id,
+                     struct gs_plugin_edits *e);
 
 /* Handles one unary request as the server would (tests and fuzzing). */
 void gs_plugin_handle(struct gs_plugin *p, int resource, const char *path, const uint8_t *req,

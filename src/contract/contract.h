@@ -65,6 +65,45 @@
 #define GS_KUBELET_PLUGIN_DIR_DEFAULT GS_KUBELET_DIR_DEFAULT "/" GS_KUBELET_PLUGIN_SUBDIR
 #define GS_PODRES_SOCKET_DEFAULT GS_KUBELET_DIR_DEFAULT "/" GS_PODRES_SOCKET_SUBPATH
 
+/* ---- Dynamic Resource Allocation (the agent's dra = on; docs/dra.md) -------- */
+
+/* The kubelet's plugin watcher finds registration sockets here; a DRA driver
+ * serves its DRAPlugin service in plugins/<driver>/. */
+#define GS_KUBELET_REGISTRY_DIR_DEFAULT GS_KUBELET_DIR_DEFAULT "/plugins_registry"
+#define GS_KUBELET_DRA_DIR_DEFAULT GS_KUBELET_DIR_DEFAULT "/plugins"
+#define GS_DRA_DRIVER_DEFAULT "gpuslice.io"  /* the driver name DeviceClasses select */
+#define GS_DRA_REG_SOCKET_SUFFIX "-reg.sock" /* <driver>-reg.sock in plugins_registry/ */
+#define GS_DRA_SOCKET "dra.sock"             /* plugins/<driver>/dra.sock */
+/* A claim's slices: <state root>/dra-<claim UID>-<result index>, so the device
+ * plugin's recovery (gs-*) never touches them and Unprepare finds them by UID. */
+#define GS_DRA_SLICE_PREFIX "dra-"
+/* Where container runtimes read CDI specs (containerd's cdi_spec_dirs, CRI-O's). */
+#define GS_CDI_DIR_DEFAULT "/var/run/cdi"
+/* The CDI kind of a claim's slice; a spec file per slice, named
+ * gpuslice.io-slice_<slice id>.json, its one device named by the slice id. */
+#define GS_DRA_CDI_VENDOR "gpuslice.io"
+#define GS_DRA_CDI_CLASS "slice"
+/* ResourceSlice devices: gpu-<index>; their consumable capacities and attributes. */
+#define GS_DRA_DEVICE_PREFIX "gpu-"
+#define GS_DRA_CAP_MEMORY "memory" /* bytes of slice memory */
+#define GS_DRA_CAP_CORES "cores"   /* percent of the GPU's time */
+#define GS_DRA_ATTR_MODEL "model"
+#define GS_DRA_ATTR_UUID "uuid"
+#define GS_DRA_ATTR_INDEX "index"
+#define GS_DRA_ATTR_MEMORY "memory"
+#define GS_DRA_ATTR_UNIFIED "unifiedMemory" /* true on Jetson */
+#define GS_DRA_ATTR_DRIVER_VERSION "driverVersion"
+#define GS_DRA_ATTR_SIMULATED "simulated"
+/* The taint an unhealthy GPU's device carries (DRADeviceTaints). */
+#define GS_DRA_TAINT_UNHEALTHY "gpuslice.io/unhealthy"
+/* A claim's opaque device configuration (status.allocation.devices.config,
+ * driver GS_DRA_DRIVER): {"apiVersion": GS_DRA_PARAMS_API, "kind": GS_DRA_PARAMS_KIND,
+ * "priority": "critical" | "best-effort"}. */
+#define GS_DRA_PARAMS_API "gpuslice.io/v1alpha1"
+#define GS_DRA_PARAMS_KIND "SliceParameters"
+#define GS_DRA_PRIO_CRITICAL "critical"
+#define GS_DRA_PRIO_BEST_EFFORT "best-effort"
+
 /* ---- Resources the scheduler counts, and the socket each is served on ------ */
 
 #define GS_RES_MEMORY_NAME "gpuslice.io/gpu-memory"   /* memory units (GS_LABEL_MEMORY_UNIT) */

@@ -339,11 +339,12 @@ static void set_connection(struct gs_kube *k, CURL *c, const char *url)
     }
 }
 
-/* One request: GET, or PATCH with a JSON merge patch (body). *out: the answer's JSON. */
-static int request(struct gs_kube *k, const char *url, const char *patch, cJSON **out, long *status,
-                   gs_error *err)
+/* One request: GET; PATCH with a JSON merge patch; POST or PUT with a JSON
+ * object; DELETE. *out: the answer's JSON (any 2xx status is success). */
+static int request(struct gs_kube *k, const char *url, const char *method, const char *body,
+                   cJSON **out, long *status, gs_error *err)
 {
-    const char *method = patch ? "PATCH" : "GET";
+    const char *patch = body;
     CURL *c = k->curl;
     struct body b = {0};
     char auth[64 + 8192];
@@ -356,15 +357,16 @@ static int request(struct gs_kube *k, const char *url, const char *patch, cJSON 
             hdr = h2;
     }
     if (patch && hdr) {
-        struct curl_slist *h2 =
-            curl_slist_append(hdr, "Content-Type: application/merge-patch+json");
+        struct curl_slist *h2 = curl_slist_append(
+            hdr, strcmp(method, "PATCH") ? "Content-Type: application/json"
+                                         : "Content-Type: application/merge-patch+json");
         if (h2)
             hdr = h2;
     }
     set_connection(k, c, url);
-    if (patch) {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PATCH");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, patch);
+    if (strcmp(method, "GET")) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, patch ? patch : "");
     } else {
         curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
     }
@@ -384,7 +386,7 @@ static int request(struct gs_kube *k, const char *url, const char *patch, cJSON 
                               ? " (the server's certificate is not signed by the kubeconfig's "
                                 "certificate-authority)"
                               : "");
-    } else if (*status != 200) {
+    } else if (*status < 200 || *status > 299) {
         cJSON *st = b.s ? cJSON_Parse(b.s) : NULL;
         const char *msg = st ? gs_yamljson_str(st, "message") : NULL;
         rc = gs_error_set(err, *status == 401 || *status == 403 ? GS_EBUSY : GS_EIO,
@@ -402,7 +404,7 @@ static int request(struct gs_kube *k, const char *url, const char *patch, cJSON 
 
 static int get_json(struct gs_kube *k, const char *url, cJSON **out, long *status, gs_error *err)
 {
-    return request(k, url, NULL, out, status, err);
+    return request(k, url, "GET", NULL, out, status, err);
 }
 
 char *gs_kube_escape(const char *s)
@@ -431,8 +433,24 @@ int gs_kube_patch(struct gs_kube *k, const char *path, const char *merge_patch, 
     if (asprintf(&url, "%s%s", k->server, path) < 0)
         return gs_error_set(err, GS_ENOMEM, "out of memory");
     cJSON *out = NULL;
-    int rc = request(k, url, merge_patch, &out, status, err);
+    int rc = request(k, url, "PATCH", merge_patch, &out, status, err);
     cJSON_Delete(out);
+    free(url);
+    return rc;
+}
+
+int gs_kube_send(struct gs_kube *k, const char *method, const char *path, const char *body,
+                 cJSON **out, long *status, gs_error *err)
+{
+    char *url = NULL;
+    if (asprintf(&url, "%s%s", k->server, path) < 0)
+        return gs_error_set(err, GS_ENOMEM, "out of memory");
+    cJSON *doc = NULL;
+    int rc = request(k, url, method, body, &doc, status, err);
+    if (out)
+        *out = doc;
+    else
+        cJSON_Delete(doc);
     free(url);
     return rc;
 }

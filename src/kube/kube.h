@@ -3,7 +3,8 @@
  * path) or the in-cluster service account; GET with timeouts and TLS
  * verification; list calls follow `continue` pages; exec over a WebSocket.
  * The doctor and the kubectl plugin only read (GET; the doctor's tests check
- * it); the agent alone PATCHes, and only its own Node's labels. */
+ * it); the agent alone writes: its own Node's labels (PATCH) and, in DRA mode,
+ * its ResourceSlices (POST, PUT). */
 #ifndef GS_KUBE_H
 #define GS_KUBE_H
 
@@ -48,6 +49,11 @@ int gs_kube_get(struct gs_kube *k, const char *path, cJSON **out, long *status, 
 /* PATCHes path with a JSON merge patch (RFC 7386). */
 int gs_kube_patch(struct gs_kube *k, const char *path, const char *merge_patch, long *status,
                   gs_error *err);
+/* Sends a whole object: method "POST" (create) or "PUT" (replace) with a JSON
+ * body, or "DELETE" (body NULL). *out (when out is not NULL): the answer's JSON,
+ * which the caller deletes. The agent's DRA mode publishes its ResourceSlices so. */
+int gs_kube_send(struct gs_kube *k, const char *method, const char *path, const char *body,
+                 cJSON **out, long *status, gs_error *err);
 /* Receives a command's output: stream 1 (stdout) or 2 (stderr); < 0 stops. */
 typedef int (*gs_kube_sink)(int stream, const char *buf, size_t len, void *ud);
 /* Runs the command that path names (.../pods/<pod>/exec?container=..&command=..

@@ -4,7 +4,7 @@
 # (Debian's libgrpc-dev, libprotobuf-c-dev, protobuf-c-compiler).
 ifneq ($(MINIMAL),1)
 
-KUBELET_PROTOS := deviceplugin_v1beta1 podresources_v1
+KUBELET_PROTOS := deviceplugin_v1beta1 podresources_v1 pluginregistration_v1 dra_v1
 KUBELET_GEN_C := $(KUBELET_PROTOS:%=$(BUILD)/gen/proto/%.pb-c.c)
 KUBELET_GEN_H := $(KUBELET_PROTOS:%=$(BUILD)/gen/proto/%.pb-c.h)
 KUBELET_GEN_OBJS := $(KUBELET_GEN_C:%.c=%.o)

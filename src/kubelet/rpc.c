@@ -6,6 +6,7 @@
  * points at the call, so the call must outlive all of them). */
 #include "kubelet/rpc.h"
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <grpc/slice.h>
 #include <grpc/support/log.h>
 #include <grpc/support/time.h>
+#include <protobuf-c/protobuf-c.h>
 
 #include "common/log.h"
 
@@ -653,4 +655,28 @@ int gs_rpc_call_unary(const char *socket_path, const char *method, const uint8_t
     grpc_channel_destroy(ch);
     grpc_shutdown();
     return rc;
+}
+
+/* ---- replies ---------------------------------------------------------------- */
+
+void gs_rpc_reply_error(struct gs_rpc_reply *out, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->msg, sizeof out->msg, fmt, ap);
+    va_end(ap);
+    out->status = status;
+    GS_LOGW("%s", out->msg);
+}
+
+void gs_rpc_reply_message(struct gs_rpc_reply *out, const struct ProtobufCMessage *m)
+{
+    size_t len = protobuf_c_message_get_packed_size(m);
+    out->data = malloc(len ? len : 1);
+    if (!out->data) {
+        gs_rpc_reply_error(out, GS_RPC_INTERNAL, "agent out of memory encoding a reply");
+        return;
+    }
+    out->len = protobuf_c_message_pack(m, out->data);
+    out->status = GS_RPC_OK;
 }

@@ -50,6 +50,13 @@ struct gs_rpc_reply {
     char msg[512];
 };
 
+/* A handler's answers: a protobuf-c message packed into out, or a status
+ * whose message (also logged as a warning) names what was wrong and the fix. */
+struct ProtobufCMessage;
+void gs_rpc_reply_message(struct gs_rpc_reply *out, const struct ProtobufCMessage *m);
+void gs_rpc_reply_error(struct gs_rpc_reply *out, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 typedef void (*gs_rpc_unary_fn)(void *ud, const uint8_t *req, size_t len, struct gs_rpc_reply *out);
 /* A streaming call arrived (its request was read): the handler keeps s and
  * sends on it until closed(s) is called; s is invalid after that. */

@@ -105,7 +105,20 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
     {"node_name", GS_CFG_STRING, F(node_name), 0, S(node_name), "", NULL,
      "this node's name in the cluster, for node_labels (default: $NODE_NAME, else the host name)"},
     {"kubeconfig", GS_CFG_STRING, F(kubeconfig), 0, S(kubeconfig), "", NULL,
-     "API server credentials for node_labels (default: the Pod's service account)"},
+     "API server credentials for node_labels and dra (default: the Pod's service account)"},
+    {"dra", GS_CFG_ENUM, F(dra), 0, 0, "off", "off|on",
+     "on: be a Dynamic Resource Allocation driver (ResourceSlices with consumable memory and "
+     "cores, NodePrepareResources) instead of a device plugin; needs Kubernetes 1.34+ "
+     "(docs/dra.md)"},
+    {"dra_driver", GS_CFG_STRING, F(dra_driver), 0, S(dra_driver), GS_DRA_DRIVER_DEFAULT, NULL,
+     "dra on: the driver name the DeviceClass selects"},
+    {"plugins_registry_dir", GS_CFG_STRING, F(plugins_registry_dir), 0, S(plugins_registry_dir),
+     GS_KUBELET_REGISTRY_DIR_DEFAULT, NULL,
+     "dra on: the kubelet's plugins_registry folder (our registration socket)"},
+    {"plugins_dir", GS_CFG_STRING, F(plugins_dir), 0, S(plugins_dir), GS_KUBELET_DRA_DIR_DEFAULT,
+     NULL, "dra on: the kubelet's plugins folder (our DRA socket goes in <dra_driver>/)"},
+    {"cdi_dir", GS_CFG_STRING, F(cdi_dir), 0, S(cdi_dir), GS_CDI_DIR_DEFAULT, NULL,
+     "dra on: where each claim's CDI spec is written (a folder the container runtime reads)"},
     {"log_level", GS_CFG_STRING, F(log_level), 0, S(log_level), "info", NULL,
      "error|warn|info|debug"},
 };

@@ -55,6 +55,11 @@ struct gs_agent_config {
     char node_name[256];
     char kubeconfig[4096];
     char log_level[16];
+    int dra;                        /* 0 off (device plugin), 1 on (DRA driver) */
+    char dra_driver[64];            /* the DRA driver name */
+    char plugins_registry_dir[256]; /* the kubelet's plugins_registry/ */
+    char plugins_dir[256]; /* the kubelet's plugins/ (our DRA socket's folder goes in it) */
+    char cdi_dir[256];     /* where the claims' CDI specs are written */
 };
 
 extern const struct gs_cfg_entry gs_agent_config_table[];

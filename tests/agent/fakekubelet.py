@@ -7,6 +7,7 @@ the plugin's DevicePlugin service. Message classes come from our proto/ files
 compiled with protoc --python_out into a temp dir (no grpc_tools needed)."""
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +32,27 @@ def load_protos(tmp):
     import deviceplugin_v1beta1_pb2 as dp  # noqa
     import podresources_v1_pb2 as pr  # noqa
     return dp, pr
+
+
+def load_dra_protos(tmp):
+    """Plugin registration, DRA v1 and DRA v1beta1 message classes."""
+    out = os.path.join(tmp, "pbdra")
+    os.makedirs(out, exist_ok=True)
+    subprocess.check_call(["protoc", "-I" + os.path.join(SRC, "proto"), "--python_out=" + out,
+                           "pluginregistration_v1.proto", "dra_v1.proto", "dra_v1beta1.proto"])
+    sys.path.insert(0, out)
+    import pluginregistration_v1_pb2 as reg  # noqa
+    import dra_v1_pb2 as v1  # noqa
+    import dra_v1beta1_pb2 as v1beta1  # noqa
+    return reg, v1, v1beta1
+
+
+def unary(path, sock, method, req, resp_cls, timeout=10):
+    """One call, as the kubelet makes it, on a plugin's unix socket."""
+    with grpc.insecure_channel("unix:" + sock, options=[("grpc.default_authority", "localhost")]) as ch:
+        grpc.channel_ready_future(ch).result(timeout=timeout)
+        return ch.unary_unary(path + "/" + method, request_serializer=lambda m: m.SerializeToString(),
+                              response_deserializer=resp_cls.FromString)(req, timeout=timeout)
 
 
 class Kubelet:
@@ -173,3 +195,56 @@ class Plugin:
         self.ch.close()
 
 
+class Agent:
+    def __init__(self, tmp, name, args, env=None):
+        self.log = os.path.join(tmp, name + ".log")
+        self.args = args
+        self.env = dict(os.environ, **(env or {}))
+        self.proc = None
+
+    def start(self):
+        exe = os.path.join(BUILD, "gpuslice")
+        self.logf = open(self.log, "ab")
+        self.proc = subprocess.Popen([exe, "agent"] + self.args, stdout=self.logf, stderr=self.logf,
+                                     env=self.env)
+        return self
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.logf.close()
+        return rc
+
+    def tail(self, n=30):
+        with open(self.log, "rb") as f:
+            return b"\n".join(f.read().splitlines()[-n:]).decode(errors="replace")
+
+
+def read_limits(path):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if "=" in line:
+                k, v = line.split("=", 1)
+                out[k.strip()] = v.strip()
+    return out
+
+
+def wait_for(pred, timeout=10.0, step=0.05):
+    """pred's first true value within timeout, else its last."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()

@@ -20,46 +20,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fakekubelet as fk  # noqa: E402
+from fakekubelet import Agent, read_limits  # noqa: E402,F401
 
 import grpc  # noqa: E402
 
 tap = fk.Tap()
 MiB = 1 << 20
 GiB = 1 << 30
-
-
-class Agent:
-    def __init__(self, tmp, name, args, env=None):
-        self.log = os.path.join(tmp, name + ".log")
-        self.args = args
-        self.env = dict(os.environ, **(env or {}))
-        self.proc = None
-
-    def start(self):
-        exe = os.path.join(fk.BUILD, "gpuslice")
-        self.logf = open(self.log, "ab")
-        self.proc = subprocess.Popen([exe, "agent"] + self.args, stdout=self.logf, stderr=self.logf,
-                                     env=self.env)
-        return self
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def stop(self, sig=signal.SIGTERM, timeout=10):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.logf.close()
-        return rc
-
-    def tail(self, n=30):
-        with open(self.log, "rb") as f:
-            return b"\n".join(f.read().splitlines()[-n:]).decode(errors="replace")
-
 
 
 def kubelet_restart_clears(kdir):
@@ -72,17 +39,6 @@ def kubelet_restart_clears(kdir):
         except FileNotFoundError:
             pass
 
-def read_limits(path):
-    out = {}
-    with open(path) as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if "=" in line:
-                k, v = line.split("=", 1)
-                out[k.strip()] = v.strip()
-    return out
-
-
 def envs(resp):
     return dict(resp.container_responses[0].envs)
 
@@ -92,13 +48,7 @@ def mounts(resp):
 
 
 def wait_for(pred, timeout=5.0, step=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
+    return fk.wait_for(pred, timeout, step)
 
 
 def next_list(q, timeout=5):
