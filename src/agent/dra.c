@@ -435,6 +435,16 @@ static int read_results(struct gs_dra *d, const cJSON *claim, struct result *res
         if (capacity(consumed, GS_DRA_CAP_MEMORY, memory_default(d), &x->memory, msg, msglen) < 0 ||
             capacity(consumed, GS_DRA_CAP_CORES, CORES_DEFAULT, &x->cores, msg, msglen) < 0)
             return -1;
+        uint64_t one = 1;
+        if (capacity(consumed, GS_DRA_CAP_TENANTS, 1, &one, msg, msglen) < 0)
+            return -1;
+        if (one != 1) {
+            snprintf(msg, msglen,
+                     "device %s: consumed capacity " GS_DRA_CAP_TENANTS " is %llu; a claim's "
+                     "device is one tenant (leave " GS_DRA_CAP_TENANTS " out of the request)",
+                     x->device, (unsigned long long)one);
+            return -1;
+        }
         uint64_t max = d->rs->advertised[x->gpu];
         if (x->memory == 0 || x->memory > max || x->cores == 0 || x->cores > 100) {
             char a[32], b[32];
@@ -495,6 +505,73 @@ static int get_claim(struct gs_dra *d, const char *ns, const char *name, cJSON *
     free(ens);
     free(ename);
     return rc < 0 ? -1 : 0;
+}
+
+/* The committed claim slices on gpu, other than claim uid's: how many, and
+ * how many of them are critical. */
+static void gpu_usage(struct gs_dra *d, int gpu, const char *uid, int *tenants, int *critical)
+{
+    *tenants = *critical = 0;
+    DIR *dir = opendir(d->c->state_root);
+    struct dirent *e;
+    while (dir && (e = readdir(dir))) {
+        if (strncmp(e->d_name, GS_DRA_SLICE_PREFIX, strlen(GS_DRA_SLICE_PREFIX)) ||
+            !gs_slice_listed(e->d_name) || slice_of_claim(e->d_name, uid))
+            continue;
+        struct gs_slice_record rec;
+        if (gs_slice_record_read(d->c->state_root, e->d_name, &rec, NULL) != GS_OK)
+            continue;
+        int on = rec.gpu == gpu;
+        gs_slice_record_free(&rec);
+        struct gs_slice_paths p;
+        struct gs_limits l;
+        if (!on || gs_slice_paths(d->c->state_root, e->d_name, &p, NULL) < 0)
+            continue;
+        (*tenants)++;
+        if (gs_limits_load(p.limits, &l, NULL) == GS_OK && l.priority == GS_PRIO_CRITICAL)
+            (*critical)++;
+    }
+    if (dir)
+        closedir(dir);
+}
+
+/* Room on each new slice's GPU: every tenant costs a context reserve outside
+ * its slice (the memory published is what is left after max_slices_per_gpu of
+ * them, and the ResourceSlice's tenants capacity makes the scheduler count
+ * them too), and critical slices are realtime_slots_per_gpu at most (the
+ * scheduler does not see priorities). */
+static int check_room(struct gs_dra *d, const char *uid, const struct result *res, int n,
+                      const int *exists, char *msg, size_t msglen)
+{
+    for (int i = 0; i < n; i++) {
+        if (exists[i])
+            continue;
+        int tenants, critical;
+        gpu_usage(d, res[i].gpu, uid, &tenants, &critical);
+        for (int k = 0; k < n; k++)
+            if (k != i && res[k].gpu == res[i].gpu && (k < i || exists[k])) {
+                tenants++;
+                critical += res[k].critical;
+            }
+        int g = res[i].gpu;
+        if (tenants >= d->rs->max_tenants[g]) {
+            snprintf(msg, msglen,
+                     "GPU %d (%s) already holds %d slices, the most this node allows "
+                     "(max_slices_per_gpu): the scheduler's view and the node's differ; delete "
+                     "the Pod so it is placed again",
+                     g, res[i].device, tenants);
+            return -1;
+        }
+        if (res[i].critical && (uint64_t)critical >= d->c->realtime_slots_per_gpu) {
+            snprintf(msg, msglen,
+                     "GPU %d (%s) already holds %d critical slice(s), the most this node allows "
+                     "(realtime_slots_per_gpu = %llu): make this claim best-effort, or place it "
+                     "on another GPU",
+                     g, res[i].device, critical, (unsigned long long)d->c->realtime_slots_per_gpu);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Do the limits on disk say what this claim's device gives? */
@@ -578,6 +655,10 @@ static int prepare_claim(struct gs_dra *d, const char *ns, const char *uid, cons
                  "claim %s/%s (uid %s) is already prepared with more devices than its "
                  "allocation now holds (%d). Unprepare it first (delete the Pod)",
                  ns, name, uid, n);
+        return -1;
+    }
+    if (check_room(d, uid, res, n, exists, why, sizeof why) < 0) {
+        snprintf(msg, msglen, "claim %.64s/%.64s: %.800s", ns, name, why);
         return -1;
     }
     for (int i = 0; i < n; i++) {
@@ -920,6 +1001,9 @@ static cJSON *slice_object(struct gs_dra *d, long long generation, const char *r
         gs_quantity_format_k8s(offer, mem, sizeof mem);
         add_capacity(caps, GS_DRA_CAP_MEMORY, mem, unit, mem, unit, unit);
         add_capacity(caps, GS_DRA_CAP_CORES, "100", "1", "100", "1", GS_STR(CORES_DEFAULT));
+        char tenants[16];
+        snprintf(tenants, sizeof tenants, "%d", d->rs->max_tenants[g]);
+        add_capacity(caps, GS_DRA_CAP_TENANTS, tenants, "1", "1", "1", "1");
         cJSON_AddBoolToObject(dev, "allowMultipleAllocations", 1);
         if (!atomic_load(&gpu->healthy)) {
             cJSON *t = cJSON_CreateObject();

@@ -87,6 +87,9 @@
 #define GS_DRA_DEVICE_PREFIX "gpu-"
 #define GS_DRA_CAP_MEMORY "memory" /* bytes of slice memory */
 #define GS_DRA_CAP_CORES "cores"   /* percent of the GPU's time */
+/* Slices the GPU holds at most (max_slices_per_gpu: each costs a context
+ * reserve outside its slice); every claim consumes its default, 1. */
+#define GS_DRA_CAP_TENANTS "tenants"
 #define GS_DRA_ATTR_MODEL "model"
 #define GS_DRA_ATTR_UUID "uuid"
 #define GS_DRA_ATTR_INDEX "index"

@@ -129,6 +129,12 @@ CLAIMS = [
     claim("recreated", "0e000000-0000-4000-8000-000000000007", [result("gpu-0", "1Gi", "10")]),
     # No capacity asked: the request policy's defaults.
     claim("defaults", "0f000000-0000-4000-8000-000000000001", [result("gpu-1")]),
+    # A second critical claim on GPU 1 (one realtime slot per GPU).
+    claim("critical-two", "0f000000-0000-4000-8000-000000000002", [result("gpu-1", "1Gi", "10")],
+          config=params("critical")),
+] + [
+    # Small claims filling GPU 0 up to max_slices_per_gpu (8) tenants, and one more.
+    claim("filler-%d" % i, "0f100000-0000-4000-8000-%012d" % i, [result("gpu-0", "256Mi", "1")]) for i in range(7)
 ]
 
 
@@ -224,6 +230,10 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
     ok(mem.get("value") == "11520Mi" and mem.get("requestPolicy") ==
        {"default": "256Mi", "validRange": {"min": "256Mi", "max": "11520Mi", "step": "256Mi"}},
        "memory: what the node offers to slices, requested in steps of the memory unit", mem)
+    ten = d0.get("capacity", {}).get("tenants", {})
+    ok(ten.get("value") == "8" and ten.get("requestPolicy") ==
+       {"default": "1", "validRange": {"min": "1", "max": "1", "step": "1"}},
+       "tenants: max_slices_per_gpu (8), each claim consumes 1 (each costs a context reserve)", ten)
     ok(cores.get("value") == "100" and cores.get("requestPolicy") ==
        {"default": "10", "validRange": {"min": "1", "max": "100", "step": "1"}},
        "cores: 100 percent of the GPU's time, 1 to 100 in steps of 1, default 10", cores)
@@ -319,9 +329,19 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
     ok("not allocated" in by["pending"], "a claim not yet allocated is refused", by["pending"])
     ok("priority 'urgent'" in by["bad-priority"] and "critical or best-effort" in by["bad-priority"],
        "an unknown priority in the opaque parameters is refused with the choices", by["bad-priority"])
-    ok(by["defaults"] == "" and int(read_limits(os.path.join(slice_dir(state, CLAIMS[-1]["metadata"]["uid"]),
+    ok(by["defaults"] == "" and int(read_limits(os.path.join(slice_dir(state, "0f000000-0000-4000-8000-000000000001"),
                                                              "limits"))["memory"]) == 256 * MiB,
        "a claim that asks no capacity gets the request policy's defaults (one memory unit)", by)
+    crit2 = prepare(v1, dra_sock, ["critical-two"]).claims["0f000000-0000-4000-8000-000000000002"].error
+    ok("already holds 1 critical slice" in crit2 and "realtime_slots_per_gpu = 1" in crit2,
+       "a second critical claim on a GPU with one realtime slot is refused (the scheduler does not see "
+       "priorities)", crit2)
+    fill = prepare(v1, dra_sock, ["filler-%d" % i for i in range(7)])
+    ferr = [fill.claims["0f100000-0000-4000-8000-%012d" % i].error for i in range(7)]
+    ok(ferr[:6] == [""] * 6 and "GPU 0 (gpu-0) already holds 8 slices" in ferr[6] and
+       "max_slices_per_gpu" in ferr[6],
+       "GPU 0 takes 8 tenants (two models and six small claims); a ninth is refused", ferr)
+    unprepare(v1, dra_sock, ["0f100000-0000-4000-8000-%012d" % i for i in range(7)])
     ok(not any(os.path.exists(slice_dir(state, c["metadata"]["uid"])) for c in CLAIMS
                if c["metadata"]["name"] in ("unknown-device", "too-big", "pending", "bad-priority")),
        "bad claims leave nothing on disk")
