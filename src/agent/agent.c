@@ -488,7 +488,7 @@ static void publish_node(struct gs_agent *a)
         GS_LOGW("cannot write %s: %s", tmp, strerror(errno));
         return;
     }
-    const char *mode = a->rs.replica_mode ? "replica" : "fractional";
+    const char *mode = a->dra ? "dra" : a->rs.replica_mode ? "replica" : "fractional";
     fprintf(
         f,
         "# gpuslice agent: facts about this node's GPU slices (read by gpuslice "
@@ -497,7 +497,7 @@ static void publish_node(struct gs_agent *a)
         "max_slices_per_gpu = %llu\ngpus = %d\nhow = %s\n" GS_NODE_KEY_KUBELET_DIR " = %s\n",
         gs_backend_name(a->inv.backend), a->inv.simulated ? "true" : "false", mode,
         (unsigned long long)a->cfg.memory_unit, unit, (unsigned long long)a->cfg.max_slices_per_gpu,
-        a->inv.ngpu, a->inv.how, a->cfg.kubelet_dir);
+        a->inv.ngpu, a->inv.how, a->dra ? a->cfg.plugins_registry_dir : a->cfg.kubelet_dir);
     /* gpu<N>.<field>: the monitor's GPU view (contract.h, read by gs_nodefile_load). */
     for (int g = 0; g < a->inv.ngpu; g++)
         fprintf(f,
@@ -511,7 +511,12 @@ static void publish_node(struct gs_agent *a)
                 (unsigned long long)a->inv.gpu[g].memory, g,
                 (unsigned long long)a->rs.context_reserve[g], g, a->rs.max_tenants[g], g,
                 (unsigned long long)a->rs.advertised[g]);
-    for (int i = 0; i < a->rs.n; i++)
+    /* dra = on: no device-plugin resources; the socket the readiness probe
+     * checks is the registration socket (kubelet_dir above is its folder). */
+    if (a->dra)
+        fprintf(f, GS_NODE_KEY_SOCKET_PREFIX "%s = %s" GS_DRA_REG_SOCKET_SUFFIX "\n",
+                a->cfg.dra_driver, a->cfg.dra_driver);
+    for (int i = 0; i < a->rs.n && !a->dra; i++)
         fprintf(f, GS_NODE_KEY_RESOURCE_PREFIX "%s = %d\n" GS_NODE_KEY_SOCKET_PREFIX "%s = %s\n",
                 a->rs.r[i].name, gs_resources_total_units(&a->rs.r[i], a->inv.ngpu),
                 a->rs.r[i].name, a->rs.r[i].socket);

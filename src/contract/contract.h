@@ -35,7 +35,7 @@
 /* Keys of the node file. */
 #define GS_NODE_KEY_BACKEND "backend"           /* nvml | tegra | simulated */
 #define GS_NODE_KEY_SIMULATED "simulated"       /* true | false */
-#define GS_NODE_KEY_MODE "mode"                 /* fractional | replica */
+#define GS_NODE_KEY_MODE "mode"                 /* fractional | replica | dra */
 #define GS_NODE_KEY_MEMORY_UNIT "memory_unit"   /* bytes of one memory unit */
 #define GS_NODE_KEY_KUBELET_DIR "kubelet_dir"   /* where the agent put its sockets */
 #define GS_NODE_KEY_SOCKET_PREFIX "socket."     /* socket.<resource> = <file name> */

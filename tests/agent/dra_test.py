@@ -15,6 +15,7 @@ bad claims (unknown device, capacity above what was published, not
 allocated, other UID, missing, bad priority) each with its own error;
 restart idempotency and recovery of a half-made slice; Unprepare (twice).
 Run with /usr/bin/python3 (Debian's grpcio)."""
+import glob
 import json
 import os
 import shutil
@@ -138,6 +139,27 @@ CLAIMS = [
 ]
 
 
+def example_claims():
+    """The claim templates of deploy/dra/examples, each made a claim and
+    allocated as the scheduler would: the capacity asked consumed, the
+    opaque configuration copied; two-models on gpu-0 (its selector), the
+    critical model and the batch job together on gpu-1."""
+    import yaml
+    out = []
+    for path in sorted(glob.glob(os.path.join(fk.SRC, "deploy", "dra", "examples", "*.yaml"))):
+        gpu = "gpu-0" if "two-models" in path else "gpu-1"
+        with open(path) as f:
+            for i, t in enumerate(d for d in yaml.safe_load_all(f) if d and d["kind"] == "ResourceClaimTemplate"):
+                dev = t["spec"]["spec"]["devices"]
+                res = [result(gpu, request=r["name"], share="ex-%d" % i, **{
+                    k: v for k, v in r["exactly"]["capacity"]["requests"].items()}) for r in dev["requests"]]
+                cfg = [c["opaque"]["parameters"] for c in dev.get("config", [])]
+                c = claim(t["metadata"]["name"] + "-x1", "0e100000-0000-4000-8000-%012d" % len(out), res,
+                          ns="examples", config=cfg[0] if cfg else None)
+                out.append(c)
+    return out
+
+
 def read_limits(path):
     return fk.read_limits(path)
 
@@ -152,8 +174,9 @@ def main():
     open(health, "w").close()
     sim = os.path.join(tmp, "sim.conf")
     with open(sim, "w") as f:
-        f.write("gpus = 2\nmemory = 16Gi\nhealth_file = %s\n" % health)
+        f.write("gpus = 2\nmemory = 24Gi\nhealth_file = %s\n" % health)
     interposer = os.path.join(fk.BUILD, "libgpuslice.so")
+    CLAIMS.extend(example_claims())
     api = DraApi({"nodes": [dt.k8s_node(NODE, {})], "resourceclaims": CLAIMS})
     kc = api.kubeconfig()
     args = ["--dra", "on", "--backend", "simulated", "--sim-config", sim, "--plugins-registry-dir", registry,
@@ -216,6 +239,13 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
                 "refused DRA driver gpuslice.io: version mismatch" in agent.tail(60)),
        "NotifyRegistrationStatus: registered and refused are both logged", agent.tail())
 
+    with open(os.path.join(state, "_agent", "node")) as f:
+        node = f.read()
+    ok("mode = dra\n" in node and "kubelet_dir = %s\n" % os.path.dirname(reg_sock) in node and
+       "socket.gpuslice.io = gpuslice.io-reg.sock\n" in node and "resource." not in node,
+       "the node file: mode dra, the registration socket for the readiness probe, no device-plugin resources",
+       node)
+
     # ---- the ResourceSlice
     sl = fk.wait_for(lambda: api.slices().get(NODE + "-" + DRIVER))
     spec = (sl or {}).get("spec", {})
@@ -224,11 +254,11 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
        and spec["pool"].get("resourceSliceCount") == 1 and sorted(devs) == ["gpu-0", "gpu-1"],
        "one ResourceSlice for the node: driver, nodeName, pool, devices gpu-0 and gpu-1", sl)
     d0 = devs.get("gpu-0", {})
-    # (16 GiB - 8 tenants x 608 MiB context reserve) = 11.25 GiB on offer, 45 x 256 MiB.
+    # (24 GiB - 8 tenants x 608 MiB context reserve) = 19.25 GiB on offer, 77 x 256 MiB.
     mem = d0.get("capacity", {}).get("memory", {})
     cores = d0.get("capacity", {}).get("cores", {})
-    ok(mem.get("value") == "11520Mi" and mem.get("requestPolicy") ==
-       {"default": "256Mi", "validRange": {"min": "256Mi", "max": "11520Mi", "step": "256Mi"}},
+    ok(mem.get("value") == "19712Mi" and mem.get("requestPolicy") ==
+       {"default": "256Mi", "validRange": {"min": "256Mi", "max": "19712Mi", "step": "256Mi"}},
        "memory: what the node offers to slices, requested in steps of the memory unit", mem)
     ten = d0.get("capacity", {}).get("tenants", {})
     ok(ten.get("value") == "8" and ten.get("requestPolicy") ==
@@ -240,7 +270,7 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
     at = d0.get("attributes", {})
     ok(d0.get("allowMultipleAllocations") is True and at.get("uuid") == {"string": "SIM-GPU-0000"} and
        at.get("model") == {"string": "gpuslice simulated GPU"} and at.get("unifiedMemory") == {"bool": False} and
-       at.get("index") == {"int": 0} and at.get("memory") == {"string": "16Gi"} and "taints" not in d0,
+       at.get("index") == {"int": 0} and at.get("memory") == {"string": "24Gi"} and "taints" not in d0,
        "gpu-0: shared by many claims; model, UUID, index, memory, unified memory; healthy (no taint)", d0)
     posts = [r for r in api.requests() if r.startswith("SLICE-")]
     ok(len(posts) == 1 and posts[0].startswith("SLICE-POST "), "created once with POST", posts)
@@ -321,7 +351,7 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
        "a device the node does not have: named, with what the node publishes", by["unknown-device"])
     ok("unknown device gpu-9/gpu-0" in by["other-pool"], "a device of another node's pool is refused",
        by["other-pool"])
-    ok("asks memory 64Gi" in by["too-big"] and "memory 1 to 11520Mi" in by["too-big"] and
+    ok("asks memory 64Gi" in by["too-big"] and "memory 1 to 19712Mi" in by["too-big"] and
        "lower capacity.requests" in by["too-big"], "memory above what was published: refused with the bound",
        by["too-big"])
     ok("cores 150" in by["too-many-cores"] and "cores 1 to 100" in by["too-many-cores"],
@@ -419,6 +449,22 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
            not any(os.path.exists(slice_dir(state, x)) or os.path.exists(cdi_file(cdi, x))
                    for x in (U_MODEL_A, U_MODEL_B, U_CRIT)) and os.path.exists(slice_dir(state, U_BATCH)),
            "NodeUnprepareResources (v1, v1beta1): the claims' slices and CDI specs are gone, others stay", u)
+        # ---- deploy/dra/examples' claims through the agent
+        ex = [c for c in CLAIMS if c["metadata"]["namespace"] == "examples"]
+        rx = prepare(v1, dra_sock, ["examples/" + c["metadata"]["name"] for c in ex])
+        got, want = {}, {}
+        for c in ex:
+            uid, name = c["metadata"]["uid"], c["metadata"]["name"]
+            cap = c["status"]["allocation"]["devices"]["results"][0].get("consumedCapacity", {})
+            cfg = c["status"]["allocation"]["devices"]["config"]
+            prio = cfg[0]["opaque"]["parameters"]["priority"] if cfg else "best-effort"
+            lim = read_limits(os.path.join(slice_dir(state, uid), "limits")) if not rx.claims[uid].error else {}
+            got[name] = (rx.claims[uid].error, lim.get("memory"), lim.get("compute"), lim.get("priority"))
+            want[name] = ("", str(int(cap["memory"][:-2]) * GiB), cap["cores"], prio)
+        ok(len(ex) == 4 and got == want and want["critical-model-gpu-x1"][3] == "critical",
+           "deploy/dra/examples: each claim template, allocated, gets the slice it asks for (memory, cores, "
+           "priority)", (got, want))
+        unprepare(v1, dra_sock, [c["metadata"]["uid"] for c in ex])
         u2 = unprepare(v1, dra_sock, [U_MODEL_A])
         ok(not u2.claims[U_MODEL_A].error, "unpreparing again is no error", u2)
         ok(agent2.alive(), "the agent is still up after every bad request", agent2.tail())
