@@ -1,6 +1,6 @@
 #!/bin/sh
 # libFuzzer smoke run of every parser of outside input (tests/fuzz/fuzz_text.c,
-# fuzz_allocate.c): each target built with clang (-fsanitize=fuzzer,address,
+# fuzz_allocate.c, fuzz_dra.c): each target built with clang (-fsanitize=fuzzer,address,
 # undefined), then run GS_FUZZ_SECONDS (default 5) from its seed corpus in
 # tests/fuzz/corpus/<name>/. New inputs go to a temporary folder, never into the
 # tree. A crash, leak or sanitizer report fails the target and prints its input.
@@ -16,7 +16,7 @@ if [ -n "${SAN:-}" ]; then
     exit 77
 fi
 tmp=$(mktemp -d /tmp/gs-fuzz.XXXXXX)
-trap 'rm -rf "$tmp" /tmp/gs-fuzz-nodefile-* /tmp/gs-fuzz-alloc-*' EXIT
+trap 'rm -rf "$tmp" /tmp/gs-fuzz-nodefile-* /tmp/gs-fuzz-alloc-* /tmp/gs-fuzz-dra-*' EXIT
 if ! command -v "$CLANG" >/dev/null ||
     ! echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){return 0;}' |
         "$CLANG" -x c -fsanitize=fuzzer -o "$tmp/probe" - >/dev/null 2>&1; then
@@ -61,8 +61,12 @@ run yamljson -DFUZZ_YAMLJSON tests/fuzz/fuzz_text.c src/kube/yamljson.c $COMMON 
 if ls "$BUILD"/gen/proto/*.pb-c.c >/dev/null 2>&1; then
     run allocate tests/fuzz/fuzz_allocate.c src/agent/plugin.c $NODE src/kubelet/*.c $COMMON \
         "$BUILD"/gen/proto/*.pb-c.c -lprotobuf-c -lgrpc -lgpr -lyaml -ldl -lpthread
+    run dra tests/fuzz/fuzz_dra.c src/agent/dra.c src/agent/plugin.c src/agent/nodelabels.c $NODE \
+        src/kubelet/*.c src/kube/*.c $COMMON "$BUILD"/gen/proto/*.pb-c.c -lprotobuf-c -lgrpc -lgpr \
+        -lyaml -lcjson -lcurl -lcrypto -ldl -lpthread
 else
     n=$((n + 1)); echo "ok $n - fuzz allocate # skip the generated protos are not built ($BUILD/gen/proto)"
+    n=$((n + 1)); echo "ok $n - fuzz dra # skip the generated protos are not built ($BUILD/gen/proto)"
 fi
 echo "1..$n"
 [ "$failed" = 0 ]
