@@ -958,6 +958,23 @@ static void add_capacity(cJSON *caps, const char *name, const char *value, const
     cJSON_AddStringToObject(range, "step", step);
 }
 
+/* A version attribute must be semantic versioning: "580.159.04" (NVML) is
+ * 580.159.4, "36.4" is 36.4.0. 0 when v has no leading number. */
+static int semver(const char *v, char *out, size_t len)
+{
+    unsigned long part[3] = {0, 0, 0};
+    int n = 0;
+    for (const char *p = v; n < 3 && *p >= '0' && *p <= '9';) {
+        char *end;
+        part[n++] = strtoul(p, &end, 10);
+        p = *end == '.' ? end + 1 : end;
+    }
+    if (!n)
+        return 0;
+    snprintf(out, len, "%lu.%lu.%lu", part[0], part[1], part[2]);
+    return 1;
+}
+
 /* The node's GPUs as one pool of one ResourceSlice: each GPU a device whose
  * memory (bytes on offer to slices) and cores (percent of its time) claims
  * consume, shared by many claims (allowMultipleAllocations). */
@@ -994,6 +1011,9 @@ static cJSON *slice_object(struct gs_dra *d, long long generation, const char *r
         add_attr(attrs, GS_DRA_ATTR_MEMORY, "string", cJSON_CreateString(total));
         add_attr(attrs, GS_DRA_ATTR_UNIFIED, "bool", cJSON_CreateBool(gpu->integrated));
         add_attr(attrs, GS_DRA_ATTR_SIMULATED, "bool", cJSON_CreateBool(d->inv->simulated));
+        char ver[64];
+        if (semver(d->inv->driver_version, ver, sizeof ver))
+            add_attr(attrs, GS_DRA_ATTR_DRIVER_VERSION, "version", cJSON_CreateString(ver));
         cJSON *caps = cJSON_AddObjectToObject(dev, "capacity");
         /* Whole units of memory_unit, so the scheduler rounds requests up as
          * the device plugin's units did, and the step divides the value. */

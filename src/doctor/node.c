@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "doctor/doctor.h"
+#include "node/inventory.h"
 
 /* Reads a small file under root; NULL when missing or unreadable. */
 static char *read_small(const struct gs_doctor *d, const char *abs, size_t *len)
@@ -71,27 +72,6 @@ static int module_loaded(const char *modules, const char *name)
     return 0;
 }
 
-/* Parses "# R36 (release), REVISION: 4.3, ..." into "36.4.3"; major in *major. */
-static void l4t_version(const char *rel, char *out, size_t len, int *major)
-{
-    out[0] = '\0';
-    *major = 0;
-    const char *r = rel ? strstr(rel, "# R") : NULL;
-    const char *rev = rel ? strstr(rel, "REVISION: ") : NULL;
-    if (!r || !rev)
-        return;
-    char *end;
-    long maj = strtol(r + 3, &end, 10);
-    if (end == r + 3 || maj < 0 || maj > 999)
-        return;
-    rev += strlen("REVISION: ");
-    size_t n = strspn(rev, "0123456789.");
-    if (n > 16)
-        n = 16;
-    snprintf(out, len, "%ld.%.*s", maj, (int)n, rev);
-    *major = (int)maj;
-}
-
 static void check_meminfo(struct gs_doctor *d)
 {
     char *mi = read_small(d, "/proc/meminfo", NULL);
@@ -144,7 +124,7 @@ static int detect_jetson(struct gs_doctor *d, struct gs_finding **pf)
     if (m)
         first_line(m, model, sizeof model);
     free(m);
-    l4t_version(release, ver, sizeof ver, &major);
+    gs_inventory_l4t_version(release, ver, sizeof ver, &major);
     struct gs_finding *f =
         gs_report_add(d->rep, GS_SEV_OK, "node.platform", "Jetson%s%s%s%s%s (unified memory)",
                       model[0] ? ": " : "", model, ver[0] ? ", L4T " : "", ver,
@@ -350,7 +330,7 @@ void gs_node_check(struct gs_doctor *d)
     if (detect_jetson(d, &plat)) {
         char *release = read_small(d, "/etc/nv_tegra_release", NULL);
         char ver[32];
-        l4t_version(release, ver, sizeof ver, &l4t_major);
+        gs_inventory_l4t_version(release, ver, sizeof ver, &l4t_major);
         free(release);
     } else {
         char *ver = read_small(d, "/proc/driver/nvidia/version", NULL);

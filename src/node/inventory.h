@@ -38,6 +38,9 @@ struct gs_inventory {
     struct gs_gpu gpu[GS_INV_MAX_GPUS];
     char how[512];   /* one sentence: how the memory pool was worked out */
     char model[128]; /* board or product, for logs and the node file */
+    /* The NVIDIA driver's version (NVML), or on Jetson the L4T release that
+     * carries it ("36.4.3"); "" when unknown. */
+    char driver_version[64];
     /* simulated backend: file whose lines "<gpu index> <xid>" mark GPUs unhealthy */
     char health_file[256];
     struct gs_nvml *nvml;
@@ -92,6 +95,9 @@ int gs_inventory_nvml_procs(struct gs_inventory *inv, int gpu, struct gs_gpu_pro
                             gs_error *err);
 void gs_inventory_nvml_watch_stop(struct gs_inventory *inv);
 
+/* Parses the first line of /etc/nv_tegra_release, "# R36 (release), REVISION:
+ * 4.3, ...", into "36.4.3" (out "" when it is not that); the major in *major. */
+void gs_inventory_l4t_version(const char *release, char *out, size_t len, int *major);
 /* Reads root+path into buf (NUL-terminated, at most len-1 bytes); returns the
  * byte count or a negative code. */
 int gs_inventory_read_file(const char *root, const char *path, char *buf, size_t len);

@@ -33,6 +33,7 @@ struct gs_nvml {
     nvmlReturn_t (*ev_register)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
     nvmlReturn_t (*ev_wait)(nvmlEventSet_t, nvmlEventData_t *, unsigned int);
     const char *(*errstr)(nvmlReturn_t);
+    nvmlReturn_t (*drv_version)(char *, unsigned int); /* optional */
     nvmlDevice_t dev[GS_INV_MAX_GPUS];
     pthread_t thread;
     int thread_started;
@@ -74,6 +75,7 @@ static int load(struct gs_nvml *n, const char *lib, gs_error *err)
     SYM(ev_register, "nvmlDeviceRegisterEvents", 0);
     SYM(ev_wait, "nvmlEventSetWait_v2", 0);
     SYM(errstr, "nvmlErrorString", 0);
+    SYM(drv_version, "nvmlSystemGetDriverVersion", 0);
 #undef SYM
     return GS_OK;
 }
@@ -110,6 +112,9 @@ int gs_inventory_nvml_probe(struct gs_inventory *inv, const struct gs_inventory_
     inv->ngpu = (int)count;
     inv->nvml = n;
     snprintf(inv->model, sizeof inv->model, "NVML");
+    if (n->drv_version &&
+        n->drv_version(inv->driver_version, sizeof inv->driver_version) != NVML_SUCCESS)
+        inv->driver_version[0] = '\0';
     const char *root = o->root ? o->root : "";
     uint64_t sum = 0;
     for (unsigned i = 0; i < count; i++) {

@@ -30,6 +30,26 @@ int gs_inventory_tegra_present(const char *root)
     return 0;
 }
 
+void gs_inventory_l4t_version(const char *rel, char *out, size_t len, int *major)
+{
+    out[0] = '\0';
+    *major = 0;
+    const char *r = rel ? strstr(rel, "# R") : NULL;
+    const char *rev = rel ? strstr(rel, "REVISION: ") : NULL;
+    if (!r || !rev)
+        return;
+    char *end;
+    long maj = strtol(r + 3, &end, 10);
+    if (end == r + 3 || maj < 0 || maj > 999)
+        return;
+    rev += strlen("REVISION: ");
+    size_t n = strspn(rev, "0123456789.");
+    if (n > 16)
+        n = 16;
+    snprintf(out, len, "%ld.%.*s", maj, (int)n, rev);
+    *major = (int)maj;
+}
+
 /* The SoC is the last compatible entry ("nvidia,tegra234"). */
 static void last_compatible(const char *buf, int len, char *out, size_t outlen, char *first,
                             size_t firstlen)
@@ -109,6 +129,10 @@ int gs_inventory_tegra_probe(struct gs_inventory *inv, const struct gs_inventory
     if (gs_inventory_read_file(root, "/proc/device-tree/model", model, sizeof model) < 0)
         snprintf(model, sizeof model, "%s", first[0] ? first : "Jetson");
     model[strcspn(model, "\n")] = '\0';
+    char release[512];
+    int major;
+    if (gs_inventory_read_file(root, "/etc/nv_tegra_release", release, sizeof release) > 0)
+        gs_inventory_l4t_version(release, inv->driver_version, sizeof inv->driver_version, &major);
     if (gs_inventory_read_file(root, "/proc/meminfo", meminfo, sizeof meminfo) < 0)
         return gs_error_set(err, GS_ENOENT,
                             "cannot read %s/proc/meminfo: the Jetson GPU pool is the board's RAM "

@@ -193,8 +193,37 @@ def main():
         if agent.proc.poll() is None:
             agent.stop()
         api.close()
+    nvml_slice(tap, api, tmp, env)
     shutil.rmtree(tmp, ignore_errors=True)
     return tap.done()
+
+
+def nvml_slice(tap, api, tmp, env):
+    """An agent on the fake NVML (two H200s, driver 580.159.04) publishes what NVML says."""
+    lib = os.path.join(fk.BUILD, "sim", "libnvidia-ml.so.1")
+    d = os.path.join(tmp, "nvml")
+    for sub in ("registry", "plugins"):
+        os.makedirs(os.path.join(d, sub))
+    api2 = DraApi({"nodes": [dt.k8s_node("gpu-2", {})]})
+    nenv = dict(env, GS_FAKE_NVML_GPUS="2", GS_FAKE_NVML_MEM="141Gi", GS_FAKE_NVML_NAME="NVIDIA H200")
+    agent = fk.Agent(d, "agent-nvml", [
+        "--dra", "on", "--backend", "nvml", "--nvml-library", lib, "--plugins-registry-dir",
+        os.path.join(d, "registry"), "--plugins-dir", os.path.join(d, "plugins"), "--cdi-dir",
+        os.path.join(d, "cdi"), "--state-root", os.path.join(d, "state"), "--interposer-path", lib,
+        "--kubeconfig", api2.kubeconfig(), "--node-name", "gpu-2", "--pod-resources-socket", "",
+        "--node-labels", "off"], env=nenv).start()
+    try:
+        sl = fk.wait_for(lambda: api2.slices().get("gpu-2-" + DRIVER))
+        devs = {x["name"]: x for x in (sl or {}).get("spec", {}).get("devices", [])}
+        at = devs.get("gpu-1", {}).get("attributes", {})
+        tap.ok(sorted(devs) == ["gpu-0", "gpu-1"] and at.get("driverVersion") == {"version": "580.159.4"} and
+               at.get("model") == {"string": "NVIDIA H200 (simulated)"} and at.get("memory") == {"string": "141Gi"} and
+               at.get("uuid", {}).get("string", "").startswith("GPU-") and at.get("simulated") == {"bool": False},
+               "NVML backend: the driver version as a semantic version (580.159.04 -> 580.159.4), model, "
+               "memory and UUID from NVML", (sl, agent.tail()))
+    finally:
+        agent.stop()
+        api2.close()
 
 
 def prepare(v1, sock, names, path=V1):

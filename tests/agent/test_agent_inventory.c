@@ -64,6 +64,7 @@ static void test_tegra_orin_nano(void **st)
     assert_int_equal(inv.backend, GS_BACKEND_TEGRA); /* auto: Tegra files and no NVML */
     assert_int_equal(inv.ngpu, 1);
     assert_true(inv.gpu[0].integrated);
+    assert_string_equal(inv.driver_version, "36.4.3"); /* L4T R36 REVISION 4.3 */
     assert_string_equal(inv.gpu[0].visible, "0");
     assert_non_null(strstr(inv.gpu[0].name, "tegra234"));
     assert_non_null(strstr(inv.model, "Orin Nano"));
@@ -151,6 +152,7 @@ static void test_nvml_h200(void **st)
     assert_memory_equal(inv.gpu[0].uuid, "GPU-", 4);
     assert_string_not_equal(inv.gpu[0].uuid, inv.gpu[1].uuid);
     assert_string_equal(inv.gpu[0].visible, inv.gpu[0].uuid);
+    assert_string_equal(inv.driver_version, "580.159.04"); /* nvmlSystemGetDriverVersion */
 
     /* 141 GiB at the default 256 MiB unit: (141 GiB - 8 x 608 MiB) / 256 MiB. */
     struct gs_resources rs;
