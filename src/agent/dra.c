@@ -87,8 +87,8 @@ static int cdi_write(struct gs_dra *d, int gpu, const char *slice_id, gs_error *
     gs_plugin_edits(d->plugin, gpu, slice_id, e);
     cJSON *spec = cJSON_CreateObject();
     /* The lowest version with what the spec uses (env, mounts, device nodes, a
-     * dotted vendor): the CDI packages in containerd 1.7 and podman 4 refuse a
-     * whole file whose version they do not know (0.6.0 in podman 4.3). */
+     * dotted vendor): a runtime's CDI package refuses a whole file of a version
+     * newer than it knows (podman 4.3 refuses 0.6.0: tests/e2e/dra_e2e_test.py). */
     cJSON_AddStringToObject(spec, "cdiVersion", "0.5.0");
     cJSON_AddStringToObject(spec, "kind", GS_DRA_CDI_VENDOR "/" GS_DRA_CDI_CLASS);
     cJSON *dev = cJSON_CreateObject();
