@@ -69,7 +69,8 @@
 
 /* The kubelet's plugin watcher finds registration sockets here; a DRA driver
  * serves its DRAPlugin service in plugins/<driver>/. */
-#define GS_KUBELET_REGISTRY_DIR_DEFAULT GS_KUBELET_DIR_DEFAULT "/plugins_registry"
+#define GS_KUBELET_REGISTRY_SUBDIR "plugins_registry" /* under the kubelet dir */
+#define GS_KUBELET_REGISTRY_DIR_DEFAULT GS_KUBELET_DIR_DEFAULT "/" GS_KUBELET_REGISTRY_SUBDIR
 #define GS_KUBELET_DRA_DIR_DEFAULT GS_KUBELET_DIR_DEFAULT "/plugins"
 #define GS_DRA_DRIVER_DEFAULT "gpuslice.io"  /* the driver name DeviceClasses select */
 #define GS_DRA_REG_SOCKET_SUFFIX "-reg.sock" /* <driver>-reg.sock in plugins_registry/ */

@@ -64,6 +64,7 @@ static int take(void *ud, const char *key, const char *val, gs_error *err)
         n->simulated = !strcmp(val, "true");
     } else if (!strcmp(key, GS_NODE_KEY_MODE)) {
         n->replica = !strcmp(val, "replica");
+        n->dra = !strcmp(val, "dra");
     } else if (!strcmp(key, GS_NODE_KEY_MEMORY_UNIT)) {
         n->memory_unit = strtoull(val, NULL, 10);
     } else if (!strcmp(key, GS_NODE_KEY_KUBELET_DIR)) {

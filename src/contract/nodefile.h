@@ -18,6 +18,7 @@ struct gs_nodefile {
     char backend[32];
     int simulated;
     int replica; /* mode = replica */
+    int dra;     /* mode = dra: kubelet_dir is the plugins_registry folder, one socket */
     uint64_t memory_unit;
     char kubelet_dir[256]; /* the agent's view of the device-plugins directory */
     int nres;

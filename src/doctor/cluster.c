@@ -195,6 +195,19 @@ static void check_node(struct gs_doctor *d, const cJSON *nodes, const cJSON *pod
                           "machine to the cluster.");
         return;
     }
+    if (d->dra) {
+        /* Claims, not node resources: the GPUs are in the driver's ResourceSlice. */
+        struct gs_finding *f = gs_report_add(
+            d->rep, GS_SEV_OK, "cluster.node-resources",
+            "node %s runs gpuslice as a DRA driver: its GPUs are devices of a ResourceSlice, "
+            "not node resources",
+            d->node);
+        gs_finding_evidence(f,
+                            "the agent's node file says mode = dra; `kubectl get "
+                            "resourceslices --field-selector spec.nodeName=%s` lists them",
+                            d->node);
+        return;
+    }
     char have[512] = "";
     int any = 0, listed = 0;
     for (size_t i = 0; i < NRES; i++) {

@@ -52,6 +52,7 @@ struct gs_doctor {
 
     /* facts found by the kubelet checks */
     int plugin_socket; /* 1 present, 0 missing, -1 present but nobody listens */
+    int dra;           /* the agent's node file says mode = dra (a DRA driver, docs/dra.md) */
 
     /* what the cluster checks read (NULL when they did not run); freed by gs_cluster_free */
     struct cJSON *pods;      /* all Pods */

@@ -91,21 +91,29 @@ void gs_kubelet_check(struct gs_doctor *d)
         snprintf(nf.res[0].name, sizeof nf.res[0].name, "%s", GS_RES_MEMORY_NAME);
         snprintf(nf.res[0].socket, sizeof nf.res[0].socket, "%s", GS_SOCK_MEMORY);
     }
+    /* A DRA driver registers through the kubelet's plugin watcher instead:
+     * its registration socket in plugins_registry/, and no node resources. */
+    d->dra = have_nf && nf.dra;
+    const char *what = d->dra ? "DRA driver" : "device plugin";
+    char sdir[PATH_MAX];
+    snprintf(sdir, sizeof sdir, "%s/%s", d->kubelet_dir,
+             d->dra ? GS_KUBELET_REGISTRY_SUBDIR : GS_KUBELET_PLUGIN_SUBDIR);
     d->plugin_socket = 1;
     for (int i = 0; i < nf.nres; i++) {
         if (!nf.res[i].socket[0])
             continue;
-        snprintf(abs, sizeof abs, "%s/%s", dir, nf.res[i].socket);
+        snprintf(abs, sizeof abs, "%s/%s", sdir, nf.res[i].socket);
         why[0] = '\0';
         enum sock_state ps =
             gs_doctor_path(d, abs, p, sizeof p) ? SOCK_MISSING : probe(p, why, sizeof why);
         if (ps == SOCK_MISSING || ps == SOCK_NOT_SOCKET) {
             d->plugin_socket = 0;
-            struct gs_finding *f = gs_report_add(
-                d->rep, GS_SEV_ERROR, "kubelet.plugin-socket-missing",
-                "the gpuslice device plugin is not registered here for %s: Pods asking for it "
-                "stay Pending (Insufficient %s)",
-                nf.res[i].name, nf.res[i].name);
+            struct gs_finding *f =
+                gs_report_add(d->rep, GS_SEV_ERROR, "kubelet.plugin-socket-missing",
+                              "the gpuslice %s is not registered here for %s: Pods asking for it "
+                              "stay Pending (%s %s)",
+                              what, nf.res[i].name, d->dra ? "no device of driver" : "Insufficient",
+                              nf.res[i].name);
             gs_finding_evidence(
                 f, "%s %s%s", abs, ps == SOCK_MISSING ? "does not exist" : "is not a socket",
                 have_nf ? "" : " (no agent node file: the fractional mode's socket)");
@@ -115,16 +123,15 @@ void gs_kubelet_check(struct gs_doctor *d)
                 d->plugin_socket = -1;
             struct gs_finding *f =
                 gs_report_add(d->rep, GS_SEV_ERROR, "kubelet.plugin-socket-stale",
-                              "the gpuslice plugin socket for %s exists but nobody listens: the "
+                              "the gpuslice %s socket for %s exists but nobody listens: the "
                               "agent died and the kubelet counts its devices as gone",
-                              nf.res[i].name);
+                              what, nf.res[i].name);
             gs_finding_evidence(f, "%s: %s", abs, why);
             gs_finding_fix(f, "%s", agent_fix);
         } else {
-            struct gs_finding *f =
-                gs_report_add(d->rep, GS_SEV_OK, "kubelet.plugin-socket",
-                              "gpuslice plugin socket for %s present%s", nf.res[i].name,
-                              ps == SOCK_ALIVE ? " and listening" : "");
+            struct gs_finding *f = gs_report_add(
+                d->rep, GS_SEV_OK, "kubelet.plugin-socket", "gpuslice %s socket for %s present%s",
+                what, nf.res[i].name, ps == SOCK_ALIVE ? " and listening" : "");
             gs_finding_evidence(f, "%s%s%s", abs, why[0] ? ": " : "", why);
         }
     }

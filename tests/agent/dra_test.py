@@ -167,7 +167,9 @@ def read_limits(path):
 def main():
     reg, v1, v1beta1 = fk.load_dra_protos(tempfile.mkdtemp(prefix="gs-dra-pb-"))
     tmp = tempfile.mkdtemp(prefix="gs-dra-")
-    registry, plugins, cdi, state = (os.path.join(tmp, d) for d in ("registry", "plugins", "cdi", "state"))
+    kubelet = os.path.join(tmp, "kubelet")  # the kubelet's root dir
+    registry, plugins = os.path.join(kubelet, "plugins_registry"), os.path.join(kubelet, "plugins")
+    cdi, state = os.path.join(tmp, "cdi"), os.path.join(tmp, "state")
     os.makedirs(registry)
     os.makedirs(plugins)
     health = os.path.join(tmp, "health")
@@ -275,6 +277,16 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
        "the node file: mode dra, the registration socket for the readiness probe, no device-plugin resources",
        node)
 
+    doc = subprocess.run([os.path.join(fk.BUILD, "gpuslice"), "doctor", "--state-dir", state, "--kubelet-dir",
+                          os.path.dirname(os.path.dirname(reg_sock)), "--skip-cluster", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    fnd = {f["id"]: f for f in json.loads(doc.stdout).get("findings", [])} if doc.stdout.startswith("{") else {}
+    ps = fnd.get("kubelet.plugin-socket", {})
+    ok(ps.get("severity") == "ok" and "DRA driver socket for gpuslice.io present and listening" in ps.get("title", "")
+       and "kubelet.plugin-socket-missing" not in fnd,
+       "gpuslice doctor reads the node file's mode: the DRA driver's registration socket is there and listening",
+       doc.stdout[-2000:] + doc.stderr[-500:])
+
     # ---- the ResourceSlice
     sl = fk.wait_for(lambda: api.slices().get(NODE + "-" + DRIVER))
     spec = (sl or {}).get("spec", {})
@@ -340,7 +352,8 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
        "ro" in mounts["/run/gpuslice/limits"]["options"] and
        mounts.get("/run/gpuslice/ledger", {}).get("hostPath") == os.path.join(sd, "ledger") and
        "ro" not in mounts["/run/gpuslice/ledger"]["options"] and
-       mounts.get("/usr/local/lib/gpuslice/libgpuslice.so", {}).get("hostPath") == os.path.join(fk.BUILD, "libgpuslice.so") and
+       mounts.get("/usr/local/lib/gpuslice/libgpuslice.so", {}).get("hostPath") ==
+       os.path.join(fk.BUILD, "libgpuslice.so") and
        mounts.get("/etc/ld.so.preload", {}).get("hostPath") == os.path.join(state, "_agent", "ld.so.preload") and
        mounts.get("/run/gpuslice/peers", {}).get("hostPath") == state,
        "CDI spec mounts: limits read-only, ledger read-write, the interposer, the preload, the peers", mounts)

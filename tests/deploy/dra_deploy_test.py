@@ -32,15 +32,20 @@ agent = kz.container(ds, "agent")
 pod = ds["spec"]["template"]["spec"]
 ok("--dra=on" in agent["command"], "the agent runs with dra on", agent["command"])
 
+def define(name):
+    """A contract.h #define, its string literals and macros joined as the compiler does."""
+    with open(os.path.join(kz.SRC, "src", "contract", "contract.h")) as f:
+        m = re.search(r"^#define %s (.*?)(?:/\*.*)?$" % name, f.read(), re.M)
+    if not m:
+        return None
+    return "".join(t[1:-1] if t.startswith('"') else define(t) or ""
+                   for t in re.findall(r'"[^"]*"|\w+', m.group(1)))
+
+
 vols = {v["name"]: v for v in pod["volumes"]}
 mounts = {m["mountPath"]: vols.get(m["name"], {}) for m in agent["volumeMounts"]}
 for key in ("GS_KUBELET_REGISTRY_DIR_DEFAULT", "GS_KUBELET_DRA_DIR_DEFAULT", "GS_CDI_DIR_DEFAULT"):
-    if key == "GS_CDI_DIR_DEFAULT":
-        want = kz.contract(key)
-    else:  # GS_KUBELET_DIR_DEFAULT "/plugins...": the two literals joined
-        with open(os.path.join(kz.SRC, "src", "contract", "contract.h")) as f:
-            m = re.search(r"#define %s GS_KUBELET_DIR_DEFAULT \"([^\"]+)\"" % key, f.read())
-        want = kz.contract("GS_KUBELET_DIR_DEFAULT") + m.group(1) if m else None
+    want = define(key)
     host = mounts.get(want, {}).get("hostPath", {}).get("path")
     ok(want and host == want and not [m for m in agent["volumeMounts"] if m["mountPath"] == want and
                                       m.get("readOnly")],
