@@ -30,6 +30,24 @@ int gs_podres_decode(const uint8_t *resp, size_t len, gs_podres_fn fn, void *ud,
                     fn(ud, &dev);
                 }
             }
+            /* Claims (DRA): each device the container got from a claim, named by
+             * its driver and its CDI device names. */
+            for (size_t k = 0; k < c->n_dynamic_resources; k++) {
+                const V1__DynamicResource *dr = c->dynamic_resources[k];
+                for (size_t x = 0; x < dr->n_claim_resources; x++) {
+                    const V1__ClaimResource *cr = dr->claim_resources[x];
+                    for (size_t y = 0; y < cr->n_cdi_devices; y++) {
+                        struct gs_podres_device dev = {
+                            .pod = pod->name ? pod->name : "",
+                            .ns = pod->namespace_ ? pod->namespace_ : "",
+                            .container = c->name ? c->name : "",
+                            .resource = cr->driver_name ? cr->driver_name : "",
+                            .id = cr->cdi_devices[y]->name ? cr->cdi_devices[y]->name : "",
+                        };
+                        fn(ud, &dev);
+                    }
+                }
+            }
         }
     }
     v1__list_pod_resources_response__free_unpacked(m, NULL);

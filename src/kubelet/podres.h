@@ -11,7 +11,9 @@
 
 #define GS_PODRES_PATH_LIST "/v1.PodResourcesLister/List"
 
-/* One device ID held by one container (strings valid during the callback). */
+/* One device ID held by one container (strings valid during the callback).
+ * For a device the container got from a ResourceClaim (DRA), resource is the
+ * driver's name and id one of the device's CDI names ("vendor/class=name"). */
 struct gs_podres_device {
     const char *pod, *ns, *container, *resource, *id;
 };

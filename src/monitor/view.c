@@ -151,12 +151,19 @@ static int has_token(const char *list, const char *id)
     return 0;
 }
 
+/* A claim's slice (DRA) is the CDI device gpuslice.io/slice=<slice id>. */
+static int is_slice_cdi(const char *cdi, const char *id)
+{
+    static const char kind[] = GS_DRA_CDI_VENDOR "/" GS_DRA_CDI_CLASS "=";
+    return !strncmp(cdi, kind, sizeof kind - 1) && !strcmp(cdi + sizeof kind - 1, id);
+}
+
 static void join_one(void *ud, const struct gs_podres_device *d)
 {
     struct gs_view *v = ud;
     for (int r = 0; r < v->n; r++) {
         struct gs_view_row *row = &v->rows[r];
-        if (row->devices[0] && has_token(row->devices, d->id)) {
+        if ((row->devices[0] && has_token(row->devices, d->id)) || is_slice_cdi(d->id, row->id)) {
             snprintf(row->pod, sizeof row->pod, "%s", d->pod);
             snprintf(row->ns, sizeof row->ns, "%s", d->ns);
             snprintf(row->container, sizeof row->container, "%s", d->container);

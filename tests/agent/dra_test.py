@@ -367,13 +367,30 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
     ok(t.returncode == 0 and "CUDA_ERROR_OUT_OF_MEMORY" in t.stdout + t.stderr,
        "a tenant in the prepared 2 GiB slice gets a clean out-of-memory at its cap",
        t.stdout[-800:] + t.stderr[-800:])
-    mon = subprocess.run([os.path.join(fk.BUILD, "gpuslice"), "monitor", "--json", "--state-root", state,
-                          "--pod-resources-socket", ""], capture_output=True, text=True, timeout=30)
-    sl_b = [s for s in json.loads(mon.stdout).get("slices", []) if s.get("id") == "dra-%s-0" % U_MODEL_B] \
-        if mon.returncode == 0 else []
-    ok(len(sl_b) == 1 and sl_b[0].get("memory_cap_bytes") == 2 * GiB and sl_b[0].get("refused_by_cap", 0) >= 1
-       and sl_b[0].get("peak_process_bytes") == 2 * GiB,
+    # The kubelet's PodResources names the Pod: the claim's device with its CDI names.
+    _, pr = fk.load_protos(tmp)
+    podres = fk.PodResources(pr, os.path.join(tmp, "podres.sock"))
+    podres.response = pr.ListPodResourcesResponse(pod_resources=[pr.PodResources(
+        name="model-b", namespace="serving", containers=[pr.ContainerResources(
+            name="server", dynamic_resources=[pr.DynamicResource(
+                claim_name="model-b-gpu", claim_namespace="serving", claim_resources=[pr.ClaimResource(
+                    cdi_devices=[pr.CDIDevice(name=r.claims[U_MODEL_B].devices[0].cdi_device_ids[0])],
+                    driver_name=DRIVER, pool_name=NODE, device_name="gpu-0", share_id="share-b")])])])])
+    podres.start()
+    try:
+        mon = subprocess.run([os.path.join(fk.BUILD, "gpuslice"), "monitor", "--json", "--state-root", state,
+                              "--pod-resources-socket", podres.path], capture_output=True, text=True, timeout=30)
+    finally:
+        podres.stop()
+    sl = {s.get("id"): s for s in json.loads(mon.stdout).get("slices", [])} if mon.returncode == 0 else {}
+    sl_b = sl.get("dra-%s-0" % U_MODEL_B, {})
+    ok(sl_b.get("memory_cap_bytes") == 2 * GiB and sl_b.get("refused_by_cap", 0) >= 1 and
+       sl_b.get("peak_process_bytes") == 2 * GiB,
        "the monitor reads the claim's slice: 2 GiB cap, peak 2 GiB, the refusal counted", mon.stdout[-1500:])
+    ok((sl_b.get("pod"), sl_b.get("namespace"), sl_b.get("container")) == ("model-b", "serving", "server") and
+       not sl.get("dra-%s-0" % U_MODEL_A, {}).get("pod"),
+       "the monitor names the claim's Pod from PodResources (the container's claim device, by its CDI name)",
+       mon.stdout[-1500:])
 
     # ---- the same claim again; the same UID with other content; bad claims
     r2 = prepare(v1, dra_sock, ["model-a-gpu"])
