@@ -42,7 +42,8 @@ static void usage(FILE *out, const char *prog)
         "\n"
         "commands:\n"
         "  request MEMORY  print the resources block that asks for MEMORY (like 3Gi) of GPU\n"
-        "                  memory in the node's units, rounded up to whole units\n"
+        "                  memory in the node's units, rounded up to whole units (on a\n"
+        "                  DRA node: a ResourceClaimTemplate's spec, docs/dra.md)\n"
         "  top             which Pod holds which slice on which node, and what it uses\n"
         "  doctor          run gpuslice doctor on a node in its agent Pod; what follows a\n"
         "                  lone -- goes to the doctor ('gpuslice help doctor' lists it)\n"
@@ -141,8 +142,9 @@ static int parse_size(const char *what, const char *s, uint64_t *out)
     return 0;
 }
 
-/* The unit from the nodes' labels: --node's, or the one every labelled node shares. */
-static int unit_from_cluster(struct opts *o, uint64_t *unit, char *from, size_t fromlen)
+/* The unit from the nodes' labels: --node's, or the one every labelled node
+ * shares; *dra when those nodes run the agent as a DRA driver (mode dra). */
+static int unit_from_cluster(struct opts *o, uint64_t *unit, int *dra, char *from, size_t fromlen)
 {
     struct gs_kube k;
     if (open_kube(o, &k) < 0)
@@ -170,6 +172,7 @@ static int unit_from_cluster(struct opts *o, uint64_t *unit, char *from, size_t 
     char first[256] = "", seen[1024] = "";
     const cJSON *node;
     *unit = 0;
+    *dra = -1;
     cJSON_ArrayForEach(node, got)
     {
         const char *name = gs_yamljson_str(get(node, "metadata"), "name");
@@ -203,6 +206,16 @@ static int unit_from_cluster(struct opts *o, uint64_t *unit, char *from, size_t 
         }
         size_t sl = strlen(seen);
         snprintf(seen + sl, sizeof seen - sl, "%s%s %s", sl ? ", " : "", name ? name : "?", u);
+        int is_dra = mode && !strcmp(mode, "dra");
+        if (*dra >= 0 && is_dra != *dra) {
+            fprintf(stderr,
+                    "kubectl gpuslice: some nodes run gpuslice as a DRA driver (" GS_LABEL_MODE
+                    "=dra), others as a device plugin: a Pod asks each differently; give --node "
+                    "NODE for the node the Pod goes to\n");
+            rc = 1;
+            break;
+        }
+        *dra = is_dra;
         if (*unit && v != *unit) {
             fprintf(stderr,
                     "kubectl gpuslice: the nodes' units differ (%s): the same request means a "
@@ -240,6 +253,7 @@ static int cmd_request(struct opts *o, int argc, char **argv)
         return 2;
     }
     uint64_t want = 0, unit = 0;
+    int dra = 0;
     char from[512];
     if (parse_size("request", argv[0], &want) < 0)
         return 2;
@@ -252,7 +266,7 @@ static int cmd_request(struct opts *o, int argc, char **argv)
             return 2;
         snprintf(from, sizeof from, "--unit");
     } else {
-        int rc = unit_from_cluster(o, &unit, from, sizeof from);
+        int rc = unit_from_cluster(o, &unit, &dra, from, sizeof from);
         if (rc)
             return rc;
     }
@@ -265,6 +279,29 @@ static int cmd_request(struct opts *o, int argc, char **argv)
     if (want % unit)
         printf("# %s is not a whole number of units: rounded up to %llu units, %s\n", argv[0],
                (unsigned long long)units, got);
+    if (dra) {
+        /* A DRA node (docs/dra.md): a claim asks for bytes and percent; memory
+         * in steps of the unit, as the ResourceSlice's request policy has it. */
+        char q[32];
+        gs_quantity_format_k8s(units * unit, q, sizeof q);
+        printf("# a DRA node: the ResourceClaimTemplate's spec (its Pod names it in "
+               "resourceClaims)\nspec:\n  spec:\n    devices:\n      requests:\n"
+               "        - name: gpu\n          exactly:\n            deviceClassName: %s\n"
+               "            capacity:\n              requests:\n                " GS_DRA_CAP_MEMORY
+               ": %s\n",
+               GS_DRA_DRIVER_DEFAULT, q);
+        if (o->compute)
+            printf("                " GS_DRA_CAP_CORES ": \"%u\"  # %% of the GPU's time\n",
+                   o->compute);
+        if (o->realtime)
+            printf(
+                "      config:\n        - requests: [gpu]\n          opaque:\n            "
+                "driver: %s\n            parameters:\n              apiVersion: " GS_DRA_PARAMS_API
+                "\n              kind: " GS_DRA_PARAMS_KIND
+                "\n              priority: " GS_DRA_PRIO_CRITICAL "\n",
+                GS_DRA_DRIVER_DEFAULT);
+        return 0;
+    }
     printf("resources:\n  limits:\n    " GS_RES_MEMORY_NAME ": %llu  # %s\n",
            (unsigned long long)units, got);
     if (o->compute)

@@ -145,6 +145,36 @@ with_api({"nodes": [node("gpu-1", "256Mi"), node("gpu-2", "1Gi"), dt.k8s_node("c
          case_two)
 
 
+def case_dra(api, kc):
+    """Nodes whose agent is a DRA driver (gpuslice.io/mode=dra): a claim's spec in bytes and percent."""
+    import yaml
+    p = plugin("request", "3000Mi", "--compute", "30", "--realtime", kubeconfig=kc)
+    doc = yaml.safe_load(p.stdout) if p.returncode == 0 else {}
+    req = (doc or {}).get("spec", {}).get("spec", {}).get("devices", {})
+    ex = (req.get("requests") or [{}])[0].get("exactly", {})
+    par = ((req.get("config") or [{}])[0].get("opaque") or {}).get("parameters", {})
+    ok(ex.get("deviceClassName") == "gpuslice.io" and ex.get("capacity", {}).get("requests") ==
+       {"memory": "3Gi", "cores": "30"} and par.get("priority") == "critical" and
+       "rounded up to 12 units, 3 GiB" in p.stdout,
+       "a DRA node: the ResourceClaimTemplate's spec, memory rounded up to the node's unit, cores, "
+       "critical in the opaque parameters (valid YAML)", p.stdout + p.stderr)
+    p = plugin("request", "3Gi", "--node", "gpu-1", kubeconfig=kc)
+    ok(p.returncode == 0 and "memory: 3Gi" in p.stdout and "cores" not in p.stdout and "config" not in p.stdout,
+       "without --compute and --realtime: memory only (cores get the request policy's default)", p.stdout)
+
+
+with_api({"nodes": [node("gpu-1", "256Mi", mode="dra"), node("gpu-2", "256Mi", mode="dra")]}, case_dra)
+
+
+def case_mixed(api, kc):
+    p = plugin("request", "3Gi", kubeconfig=kc)
+    ok(p.returncode == 1 and "DRA driver" in p.stderr and "--node" in p.stderr,
+       "DRA and device-plugin nodes mixed: refused, asking for --node", p.stderr)
+
+
+with_api({"nodes": [node("gpu-1", "256Mi", mode="dra"), node("gpu-2", "256Mi")]}, case_mixed)
+
+
 def case_none(api, kc):
     p = plugin("request", "3Gi", kubeconfig=kc)
     ok(p.returncode == 1 and "no node has the label" in p.stderr and "--unit" in p.stderr,
