@@ -948,6 +948,10 @@ static void add_attr(cJSON *attrs, const char *name, const char *type, cJSON *v)
     cJSON_AddItemToObject(a, type, v);
 }
 
+/* A consumable capacity: value, and the request policy default plus either a
+ * range (min, max, step; step NULL: none) or, with min NULL, the one valid
+ * value dflt. The API server's rules: default and max multiples of step, and
+ * min + step within the value (so a step only where two steps fit). */
 static void add_capacity(cJSON *caps, const char *name, const char *value, const char *min,
                          const char *max, const char *step, const char *dflt)
 {
@@ -955,10 +959,15 @@ static void add_capacity(cJSON *caps, const char *name, const char *value, const
     cJSON_AddStringToObject(c, "value", value);
     cJSON *pol = cJSON_AddObjectToObject(c, "requestPolicy");
     cJSON_AddStringToObject(pol, "default", dflt);
+    if (!min) {
+        cJSON_AddItemToObject(pol, "validValues", cJSON_CreateStringArray(&dflt, 1));
+        return;
+    }
     cJSON *range = cJSON_AddObjectToObject(pol, "validRange");
     cJSON_AddStringToObject(range, "min", min);
     cJSON_AddStringToObject(range, "max", max);
-    cJSON_AddStringToObject(range, "step", step);
+    if (step)
+        cJSON_AddStringToObject(range, "step", step);
 }
 
 /* A version attribute must be semantic versioning: "580.159.04" (NVML) is
@@ -1022,11 +1031,12 @@ static cJSON *slice_object(struct gs_dra *d, long long generation, const char *r
          * the device plugin's units did, and the step divides the value. */
         uint64_t offer = d->rs->advertised[g] / d->c->memory_unit * d->c->memory_unit;
         gs_quantity_format_k8s(offer, mem, sizeof mem);
-        add_capacity(caps, GS_DRA_CAP_MEMORY, mem, unit, mem, unit, unit);
+        add_capacity(caps, GS_DRA_CAP_MEMORY, mem, unit, mem,
+                     offer >= 2 * d->c->memory_unit ? unit : NULL, unit);
         add_capacity(caps, GS_DRA_CAP_CORES, "100", "1", "100", "1", GS_STR(CORES_DEFAULT));
         char tenants[16];
         snprintf(tenants, sizeof tenants, "%d", d->rs->max_tenants[g]);
-        add_capacity(caps, GS_DRA_CAP_TENANTS, tenants, "1", "1", "1", "1");
+        add_capacity(caps, GS_DRA_CAP_TENANTS, tenants, NULL, NULL, NULL, "1");
         cJSON_AddBoolToObject(dev, "allowMultipleAllocations", 1);
         if (!atomic_load(&gpu->healthy)) {
             cJSON *t = cJSON_CreateObject();

@@ -303,7 +303,7 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
        "memory: what the node offers to slices, requested in steps of the memory unit", mem)
     ten = d0.get("capacity", {}).get("tenants", {})
     ok(ten.get("value") == "8" and ten.get("requestPolicy") ==
-       {"default": "1", "validRange": {"min": "1", "max": "1", "step": "1"}},
+       {"default": "1", "validValues": ["1"]},
        "tenants: max_slices_per_gpu (8), each claim consumes 1 (each costs a context reserve)", ten)
     ok(cores.get("value") == "100" and cores.get("requestPolicy") ==
        {"default": "10", "validRange": {"min": "1", "max": "100", "step": "1"}},
