@@ -29,6 +29,7 @@ Variants (--configs, comma-separated):
   gs_mps_t100, gs_mps_t70, gs_mps_t50   gpuslice on MPS (--sharing mps): A critical, B
                    best-effort (yield bound, below-normal client priority), B's threads
   gs_mps_gate, gs_mps_gate_t70          the same with yield gate
+  gs_mps_guard     gs_mps_gate with B's guard at 600 microseconds
   gs_mps_shrink, gs_mps_shrinkN         yield shrink: B on a green context of half the SMs
                    (or N) while A is busy
   CONFIG@NAME      CONFIG with both tenants under the build --build NAME=GPUSLICE gave
@@ -110,6 +111,8 @@ CONFIGS = {
                         True, {}),
     "gs_mps_gate": (["--critical", "--sharing", "mps"],
                     ["--compute", "100", "--sharing", "mps", "--yield", "gate", "--guard", "off"], True, {}),
+    "gs_mps_guard": (["--critical", "--sharing", "mps"],
+                     ["--compute", "100", "--sharing", "mps", "--yield", "gate", "--guard", "600"], True, {}),
 }
 
 

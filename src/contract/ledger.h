@@ -83,10 +83,11 @@ struct gs_ledger {
     _Atomic uint32_t hwm;          /* slots below this index have ever been claimed */
     _Atomic uint64_t last_reap_ns; /* CLOCK_MONOTONIC ns of the last reap pass */
     _Atomic uint64_t first_ctx_ns; /* first CUDA use by any process (REALTIME ns), 0 = never */
-    /* Latency-critical tenants: the gap between their requests they learnt
-     * themselves (interposer/compute.h gs_cc_rhythm_gap; 0 = none, or no
-     * rhythm). Was last_use_ns, written and never read. */
-    _Atomic uint64_t crit_gap_ns;
+    /* Latency-critical tenants: the shortest and longest gap between their
+     * requests they learnt themselves, microseconds, the shortest in the low
+     * half (interposer/compute.h gs_cc_rhythm; 0 = none, or no rhythm). Was
+     * last_use_ns, written and never read. */
+    _Atomic uint64_t crit_rhythm;
     _Atomic uint64_t reaped; /* slots reclaimed from dead processes */
     /* Compute control (interposer/compute.h), written by this slice's tenant only. */
     _Atomic uint64_t demand_ns;      /* CLOCK_MONOTONIC: last time it wanted to launch */

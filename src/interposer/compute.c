@@ -133,9 +133,9 @@ void gs_cc_prime_idle(struct gs_cc_prime *p, uint64_t now)
         p->idle_ns = now;
 }
 
-uint64_t gs_cc_rhythm_gap(const struct gs_cc_prime *p)
+uint64_t gs_cc_rhythm(const struct gs_cc_prime *p)
 {
-    uint64_t gap;
+    uint64_t gap, longest = 0;
     /* Stricter than the guard's own rule, since this one is exact (its own
      * stamps, every gap): the whole ring, and the longest gap at most twice
      * the shortest. Requests at random pass the rhythm rule by chance now and
@@ -144,10 +144,21 @@ uint64_t gs_cc_rhythm_gap(const struct gs_cc_prime *p)
      * gaps differ by its jitter. */
     if (p->ngaps < GS_CC_GUARD_GAPS || !gs_cc_gaps_rhythm(p->gaps, p->ngaps, &gap, NULL))
         return 0;
-    for (unsigned i = 0; i < GS_CC_GUARD_GAPS; i++)
+    for (unsigned i = 0; i < GS_CC_GUARD_GAPS; i++) {
         if (p->gaps[i] > 2 * gap)
             return 0;
-    return gap;
+        longest = p->gaps[i] > longest ? p->gaps[i] : longest;
+    }
+    /* Gaps are under GS_CC_GUARD_GAP_MAX_NS: their microseconds fit 32 bits. */
+    return (longest / 1000) << 32 | (gap / 1000 ? gap / 1000 : 1);
+}
+
+void gs_cc_rhythm_unpack(uint64_t word, uint64_t *shortest_ns, uint64_t *longest_ns)
+{
+    *shortest_ns = (word & 0xffffffffu) * 1000;
+    *longest_ns = (word >> 32) * 1000;
+    if (*longest_ns < *shortest_ns)
+        *longest_ns = *shortest_ns;
 }
 
 uint64_t gs_cc_prime_at(const struct gs_cc_prime *p, uint64_t lead_ns)
@@ -162,14 +173,21 @@ uint64_t gs_cc_prime_at(const struct gs_cc_prime *p, uint64_t lead_ns)
     return p->idle_ns + gap - lead_ns;
 }
 
-/* The shortest gap the critical tenants publish of their own rhythm (0: none). */
-static uint64_t published_gap(const struct gs_cc_tenant *t, int n, int self)
+/* The shortest gap the critical tenants publish of their own rhythm (0:
+ * none), and in *longest the longest. */
+static uint64_t published_gap(const struct gs_cc_tenant *t, int n, int self, uint64_t *longest)
 {
-    uint64_t g = 0;
-    for (int i = 0; i < n; i++)
-        if (i != self && t[i].critical && t[i].alive && t[i].crit_gap_ns &&
-            (!g || t[i].crit_gap_ns < g))
+    uint64_t g = 0, l = 0;
+    for (int i = 0; i < n; i++) {
+        if (i == self || !t[i].critical || !t[i].alive || !t[i].crit_gap_ns)
+            continue;
+        if (!g || t[i].crit_gap_ns < g)
             g = t[i].crit_gap_ns;
+        if (t[i].crit_gap_max_ns > l)
+            l = t[i].crit_gap_max_ns;
+    }
+    if (longest)
+        *longest = l > g ? l : g;
     return g;
 }
 
@@ -179,21 +197,23 @@ static uint64_t guard_hold(const struct gs_cc_self *me, const struct gs_cc_tenan
                            int self, uint64_t now)
 {
     uint64_t gap, due, longest;
-    uint64_t pub = published_gap(t, n, self);
+    uint64_t pub_max, pub = published_gap(t, n, self, &pub_max);
     if (pub) {
-        /* The critical tenant's own rhythm: the next request is due one gap
-         * after its work was seen finished. A kernel of ours that cannot end
-         * guard_ns before then waits for the request (or for GS_CC_GUARD_HOLD_NS
-         * after it was due: a paused loop), however long our kernels are:
-         * with kernels longer than its gaps we run only while it pauses.
-         * Protecting its requests comes first (docs/compute.md). */
+        /* The critical tenant's own rhythm: the next request may come one
+         * shortest gap after its work was seen finished, and should have come
+         * by the longest. A kernel of ours that cannot end guard_ns before the
+         * earliest waits for the request (or for GS_CC_GUARD_HOLD_NS past the
+         * latest: a paused loop), however long our kernels are: with kernels
+         * longer than its gaps we run only while it pauses. Protecting its
+         * requests comes first (docs/compute.md). */
         due = me->crit_idle_seen + pub;
+        uint64_t release = me->crit_idle_seen + pub_max + GS_CC_GUARD_HOLD_NS;
         if (now + me->kernel_ns + me->guard_ns <= due)
             return 0;
-        if (now >= due + GS_CC_GUARD_HOLD_NS)
+        if (now >= release)
             return 0;
         uint64_t again = now + GS_CC_CRIT_POLL_NS;
-        return again < due + GS_CC_GUARD_HOLD_NS ? again : due + GS_CC_GUARD_HOLD_NS;
+        return again < release ? again : release;
     }
     if (me->ngaps < GS_CC_GUARD_GAPS / 2)
         return 0; /* too few gaps seen */
@@ -353,8 +373,16 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     me->guard_held = 0;
     uint64_t hold = 0; /* the guard holds gated tenants only (not critical, not bound) */
     if (me->guard_ns && !t[self].critical && !t[self].bound &&
-        guard_observe(me, t, n, self, d.critical_busy) && d.go && !d.gated_by_critical)
+        guard_observe(me, t, n, self, d.critical_busy) && d.go && !d.gated_by_critical) {
         hold = guard_hold(me, t, n, self, now);
+        /* While the critical tenant's next request is expected (its own
+         * rhythm), keep nothing queued behind our running kernel, as next
+         * to a recent request: a queued kernel would start when the running
+         * one ends, and end later than the guard reckoned. */
+        uint64_t pub_max, pub = published_gap(t, n, self, &pub_max);
+        if (pub && now < me->crit_idle_seen + pub_max + GS_CC_GUARD_HOLD_NS)
+            me->critical_recent = 1;
+    }
     if (d.gated_by_critical || !d.window_len_ns) {
         /* Not share-controlled (or a critical tenant is busy): decide said it all. */
         if (d.go && hold) {

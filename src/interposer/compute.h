@@ -96,11 +96,12 @@ struct gs_cc_tenant {
                            instead of stopping (limits `yield = bound`) */
     int alive;          /* owner process(es) alive */
     uint64_t demand_ns; /* last time it wanted to launch */
-    uint64_t crit_launch_ns; /* critical only: last launch */
-    uint64_t crit_idle_ns;   /* critical only: last time its work was seen finished */
-    uint64_t crit_gap_ns;    /* critical only: the gap between its requests it learnt itself
-                                (gs_cc_rhythm_gap; 0: none, or no rhythm) */
-    int window_busy;         /* share-controlled: in its window or draining it */
+    uint64_t crit_launch_ns;  /* critical only: last launch */
+    uint64_t crit_idle_ns;    /* critical only: last time its work was seen finished */
+    uint64_t crit_gap_ns;     /* critical only: the shortest gap between its requests it
+                                 learnt itself (gs_cc_rhythm; 0: none, or no rhythm) */
+    uint64_t crit_gap_max_ns; /* ... and the longest */
+    int window_busy;          /* share-controlled: in its window or draining it */
 };
 
 struct gs_cc_decision {
@@ -251,12 +252,15 @@ struct gs_cc_prime {
  * GS_CC_GUARD_GAPS / 2 of them in a row are a new rhythm, and are. */
 #define GS_CC_PAUSE_FACTOR 4
 /* What a critical tenant publishes of its own rhythm (the ledger's
- * crit_gap_ns): the shortest of its learnt gaps when the whole ring is
- * learnt, has a rhythm, and no gap is more than twice the shortest, else 0. Best-effort tenants'
+ * crit_rhythm): the shortest and the longest of its learnt gaps when the
+ * whole ring is learnt, has a rhythm, and no gap is more than twice the
+ * shortest, else 0; packed in one word, microseconds, the shortest in the
+ * low half (gs_cc_rhythm_unpack). Best-effort tenants'
  * guards use it before their own learning: they look at the critical tenant's stamps only now and
  * then (less often while their own kernel runs), and with kernels longer than its requests they may
  * never see a whole gap. */
-uint64_t gs_cc_rhythm_gap(const struct gs_cc_prime *p);
+uint64_t gs_cc_rhythm(const struct gs_cc_prime *p);
+void gs_cc_rhythm_unpack(uint64_t word, uint64_t *shortest_ns, uint64_t *longest_ns);
 /* A gap shorter than the lead plus this has no room for another tenant's work. */
 #define GS_CC_PRIME_MIN_IDLE_NS (100ull * 1000)
 /* At a launch at now; at a synchronisation that returned at now. */

@@ -68,7 +68,7 @@ static struct {
      * launch since a synchronisation), 0 = none; measured for the monitor. */
     _Atomic uint64_t request_from;
     /* ... and the rhythm of its requests, learnt here and published as the
-     * ledger's crit_gap_ns for the best-effort tenants' guards; under lock. */
+     * ledger's crit_rhythm for the best-effort tenants' guards; under lock. */
     struct gs_cc_prime rhythm;
     uint64_t charged_published; /* of self.charged_ns, what is in the ledger's gpu_ns */
 } cc = {.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -262,17 +262,25 @@ static const struct gs_cc_io io = {
  * another thread of ours has come meanwhile (it opens it for itself). */
 static void cc_slow(void)
 {
-    uint64_t wait;
-    relock();
-    (void)gs_cc_step(&cc.self, &io, &wait);
-    uint64_t until = cc.self.until, decision = ++cc.decisions;
-    int depth = cc.self.critical_recent ? CRIT_QUEUED_RECENT : CRIT_QUEUED;
-    atomic_store_explicit(&cc.depth, depth, memory_order_relaxed);
-    if (gs_g.limits.yield == GS_YIELD_SHRINK)
-        atomic_store_explicit(&cc.shrink_now, cc.self.critical_recent, memory_order_relaxed);
-    pthread_mutex_unlock(&cc.lock);
-    int crit = gs_peers_any_critical();
-    gs_ring_trim(crit ? depth : GS_RING_SLOTS - 1, crit, kernel_seen);
+    uint64_t wait, until = 0, decision = 0;
+    for (int round = 0; round < 2; round++) {
+        relock();
+        (void)gs_cc_step(&cc.self, &io, &wait);
+        until = cc.self.until;
+        decision = ++cc.decisions;
+        int depth = cc.self.critical_recent ? CRIT_QUEUED_RECENT : CRIT_QUEUED;
+        atomic_store_explicit(&cc.depth, depth, memory_order_relaxed);
+        if (gs_g.limits.yield == GS_YIELD_SHRINK)
+            atomic_store_explicit(&cc.shrink_now, cc.self.critical_recent, memory_order_relaxed);
+        pthread_mutex_unlock(&cc.lock);
+        int crit = gs_peers_any_critical();
+        /* Waiting for our queue to shrink delays the launch the step allowed:
+         * then decide again, from the clock after the wait (the guard reckons
+         * that a kernel starts when it is allowed). The queue is short now:
+         * the second round does not wait. */
+        if (!gs_ring_trim(crit ? depth : GS_RING_SLOTS - 1, crit, kernel_seen))
+            break;
+    }
     pthread_mutex_lock(&cc.lock);
     if (cc.decisions == decision)
         atomic_store_explicit(&cc.until, until, memory_order_release);
@@ -293,9 +301,12 @@ static inline void cc_before(void)
             atomic_store_explicit(&cc.last_demand, now, memory_order_relaxed);
             atomic_store_explicit(&gs_g.ledger->demand_ns, now, memory_order_relaxed);
         }
-        if (GS_UNLIKELY(gs_peers_any_critical()))
-            gs_ring_trim(atomic_load_explicit(&cc.depth, memory_order_relaxed), 1, kernel_seen);
-        return;
+        /* Next to a critical tenant: keep the queue short. Having waited for
+         * it, the time this decision allowed may be past (a request may be
+         * due now): decide again. */
+        if (GS_LIKELY(!gs_peers_any_critical()) ||
+            !gs_ring_trim(atomic_load_explicit(&cc.depth, memory_order_relaxed), 1, kernel_seen))
+            return;
     }
     cc_slow();
     atomic_store_explicit(&cc.last_launch, gs_clock_ns(), memory_order_relaxed);
@@ -393,10 +404,10 @@ static void rhythm_request_began(uint64_t now)
 {
     pthread_mutex_lock(&cc.lock);
     gs_cc_prime_launched(&cc.rhythm, now);
-    uint64_t gap = gs_cc_rhythm_gap(&cc.rhythm);
+    uint64_t gap = gs_cc_rhythm(&cc.rhythm);
     pthread_mutex_unlock(&cc.lock);
-    if (atomic_load_explicit(&gs_g.ledger->crit_gap_ns, memory_order_relaxed) != gap)
-        atomic_store_explicit(&gs_g.ledger->crit_gap_ns, gap, memory_order_release);
+    if (atomic_load_explicit(&gs_g.ledger->crit_rhythm, memory_order_relaxed) != gap)
+        atomic_store_explicit(&gs_g.ledger->crit_rhythm, gap, memory_order_release);
 }
 
 /* A latency-critical tenant's request, seen finished: its duration goes to

@@ -44,7 +44,8 @@ void gs_ring_record(CUstream s, int every);
  * A wait that saw a kernel of ours run alone (nothing of ours before it)
  * from launch to end tells seen (start, end), with no lock of ring.c held. */
 typedef void gs_ring_seen_fn(uint64_t start, uint64_t end);
-void gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen);
+/* Returns 1 when it had to wait for a kernel of ours to finish. */
+int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen);
 
 /* ---- green.c: yield = shrink ------------------------------------------- */
 

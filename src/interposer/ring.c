@@ -65,16 +65,18 @@ void gs_ring_record(CUstream s, int every)
     pthread_mutex_unlock(&ring.lock);
 }
 
-void gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
+int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
 {
     if (atomic_load_explicit(&ring.n, memory_order_relaxed) <= max)
-        return;
+        return 0;
+    int waited = 0;
     uint64_t spin_until = 0, waited_for = 0; /* the recording we waited for (0: none) */
     pthread_mutex_lock(&ring.lock);
     while (atomic_load_explicit(&ring.n, memory_order_relaxed) > max) {
         int h = ring.head;
         if (gs_g.real.cuEventQuery && gs_g.real.cuEventQuery(ring.ev[h]) == CUDA_ERROR_NOT_READY) {
             waited_for = ring.seq[h];
+            waited = 1;
             pthread_mutex_unlock(&ring.lock);
             uint64_t now = gs_clock_ns();
             if (crit && max == 0 && !spin_until)
@@ -99,6 +101,7 @@ void gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
         }
     }
     pthread_mutex_unlock(&ring.lock);
+    return waited;
 }
 
 void gs_ring_after_fork(void)

@@ -33,7 +33,7 @@ struct sim_tenant {
     int busy_forever;              /* compute-bound: always has a next kernel */
     uint64_t req_burst, req_pause; /* !0: requests every req_every for req_burst, then
                                       none for req_pause, over and over */
-    int publish_rhythm;            /* critical: publishes its learnt gap (crit_gap_ns), as the
+    int publish_rhythm;            /* critical: publishes its learnt gap (crit_rhythm), as the
                                       interposer does; 0 plays an older one that did not */
     uint64_t pause_from, pause_to; /* wants nothing in between (on the CPU, idle) */
     uint64_t last_launch, last_sync;
@@ -123,7 +123,8 @@ static void launch(struct sim *s, int i)
         x->pub.crit_launch_ns = s->now;
         gs_cc_prime_launched(&x->prime, s->now);
         if (x->publish_rhythm)
-            x->pub.crit_gap_ns = gs_cc_rhythm_gap(&x->prime);
+            gs_cc_rhythm_unpack(gs_cc_rhythm(&x->prime), &x->pub.crit_gap_ns,
+                                &x->pub.crit_gap_max_ns);
     } else {
         for (int j = 0; j < s->n; j++)
             if (j != i && gs_cc_critical_busy(&s->t[j].pub, s->now))
