@@ -94,7 +94,9 @@
 #define GS_DRA_ATTR_MODEL "model"
 #define GS_DRA_ATTR_UUID "uuid"
 #define GS_DRA_ATTR_INDEX "index"
-#define GS_DRA_ATTR_MEMORY "memory"
+/* The GPU's pool, a string; not "memory", a capacity's name (a device's
+ * attribute and capacity names are unique together). */
+#define GS_DRA_ATTR_MEMORY "totalMemory"
 #define GS_DRA_ATTR_UNIFIED "unifiedMemory" /* true on Jetson */
 #define GS_DRA_ATTR_DRIVER_VERSION "driverVersion"
 #define GS_DRA_ATTR_SIMULATED "simulated"

@@ -219,7 +219,7 @@ def nvml_slice(tap, api, tmp, env):
         devs = {x["name"]: x for x in (sl or {}).get("spec", {}).get("devices", [])}
         at = devs.get("gpu-1", {}).get("attributes", {})
         tap.ok(sorted(devs) == ["gpu-0", "gpu-1"] and at.get("driverVersion") == {"version": "580.159.4"} and
-               at.get("model") == {"string": "NVIDIA H200 (simulated)"} and at.get("memory") == {"string": "141Gi"} and
+               at.get("model") == {"string": "NVIDIA H200 (simulated)"} and at.get("totalMemory") == {"string": "141Gi"} and
                at.get("uuid", {}).get("string", "").startswith("GPU-") and at.get("simulated") == {"bool": False},
                "NVML backend: the driver version as a semantic version (580.159.04 -> 580.159.4), model, "
                "memory and UUID from NVML", (sl, agent.tail()))
@@ -311,7 +311,7 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
     at = d0.get("attributes", {})
     ok(d0.get("allowMultipleAllocations") is True and at.get("uuid") == {"string": "SIM-GPU-0000"} and
        at.get("model") == {"string": "gpuslice simulated GPU"} and at.get("unifiedMemory") == {"bool": False} and
-       at.get("index") == {"int": 0} and at.get("memory") == {"string": "24Gi"} and "taints" not in d0,
+       at.get("index") == {"int": 0} and at.get("totalMemory") == {"string": "24Gi"} and "taints" not in d0,
        "gpu-0: shared by many claims; model, UUID, index, memory, unified memory; healthy (no taint)", d0)
     posts = [r for r in api.requests() if r.startswith("SLICE-")]
     ok(len(posts) == 1 and posts[0].startswith("SLICE-POST "), "created once with POST", posts)
