@@ -491,6 +491,11 @@ def run(tap, agent, api, reg, v1, v1beta1, reg_sock, dra_sock, state, cdi, healt
     try:
         ok(fk.wait_for(lambda: os.path.exists(reg_sock) and os.path.exists(dra_sock)), "the restarted agent serves",
            agent2.tail())
+        os.unlink(reg_sock)  # as a kubelet cleaning its plugins_registry/ would
+        back = fk.wait_for(lambda: os.path.exists(reg_sock) and
+                           fk.unary(REG, reg_sock, "GetInfo", reg.InfoRequest(), reg.PluginInfo).name == DRIVER)
+        ok(back and "a DRA socket disappeared: serving again" in agent2.tail(40),
+           "a deleted registration socket is served again at once (inotify), and answers GetInfo", agent2.tail())
         ok(not os.path.exists(half) and not os.path.exists(cdi_file(cdi, "0e000000-0000-4000-8000-00000000dead")),
            "restart: a slice without a record (Prepare cut short) and its spec are removed", agent2.tail())
         ok(os.path.exists(cdi_file(cdi, U_MODEL_B)), "restart: a committed slice's lost CDI spec is written again")
