@@ -251,6 +251,8 @@ ok(sm and svc and sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata
    sm["spec"]["endpoints"][0]["port"] == svc["spec"]["ports"][0]["name"] and
    sm["spec"]["namespaceSelector"]["matchNames"] == [svc["metadata"]["namespace"]],
    "monitoring: the ServiceMonitor selects the monitor's Service and its named port")
+ok(sm and sm["spec"]["endpoints"][0].get("honorLabels") is True,
+   "monitoring: the ServiceMonitor keeps the tenant's namespace, pod and container labels (honorLabels)")
 
 ours = {kz.contract(n) for n in ("GS_RES_MEMORY_NAME", "GS_RES_COMPUTE_NAME", "GS_RES_REALTIME_NAME",
                                  "GS_RES_NVIDIA_NAME")}
