@@ -736,8 +736,8 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
         while (busy[i]->running && !atomic_load(&busy[i]->done) && now_ms() < until)
             gs_rpc_poll(a->rpc, 10); /* serve the kubelet's call back inside Register */
     servers_stop(a);
-    if (a->dra)
-        gs_dra_stop(a->dra);
+    if (a->dra && gs_dra_stop(a->dra))
+        a->left_running = 1;
     watch_stop(a);
     for (size_t i = 0; i < 2; i++)
         if (busy[i]->running && !atomic_load(&busy[i]->done)) {

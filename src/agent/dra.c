@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,7 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 #define MAX_CLAIMS 64  /* per request; the kubelet sends a Pod's claims */
 #define MAX_RESULTS 16 /* devices of ours in one claim */
 #define PUBLISH_BACKOFF_MAX_MS 30000
+#define STOP_WAIT_MS 300 /* SIGTERM with a ResourceSlice update in flight */
 #define RESOURCE_API "/apis/resource.k8s.io/v1"
 
 struct gs_dra {
@@ -56,10 +58,23 @@ struct gs_dra {
     char reg_sock[PATH_MAX], dra_dir[PATH_MAX], dra_sock[PATH_MAX + 16];
     char node[256];
     char slice_name[320]; /* the ResourceSlice's name: <node>-<driver> */
-    struct gs_kube kube;
+    struct gs_kube kube;  /* the loop thread's: claims */
     int kube_open;
     int need_publish;
     uint64_t publish_at, backoff;
+    /* The ResourceSlice is written from a thread of its own, so a slow or absent
+     * API server never holds up the kubelet's calls on the loop. */
+    struct {
+        pthread_t th;
+        int running;
+        _Atomic int done;
+        int rc;
+        gs_error err;
+        cJSON *obj; /* the slice; the thread sets its generation and resourceVersion */
+        long long gen;
+        struct gs_kube kube; /* the thread's own client (opened on the loop) */
+        int kube_open;
+    } pub;
     uint64_t seq; /* records' sequence numbers (ours, beside the device plugin's) */
 };
 
@@ -990,21 +1005,19 @@ static int semver(const char *v, char *out, size_t len)
 /* The node's GPUs as one pool of one ResourceSlice: each GPU a device whose
  * memory (bytes on offer to slices) and cores (percent of its time) claims
  * consume, shared by many claims (allowMultipleAllocations). */
-static cJSON *slice_object(struct gs_dra *d, long long generation, const char *rv)
+static cJSON *slice_object(struct gs_dra *d)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "apiVersion", "resource.k8s.io/v1");
     cJSON_AddStringToObject(o, "kind", "ResourceSlice");
     cJSON *meta = cJSON_AddObjectToObject(o, "metadata");
     cJSON_AddStringToObject(meta, "name", d->slice_name);
-    if (rv)
-        cJSON_AddStringToObject(meta, "resourceVersion", rv);
     cJSON *spec = cJSON_AddObjectToObject(o, "spec");
     cJSON_AddStringToObject(spec, "driver", d->c->dra_driver);
     cJSON_AddStringToObject(spec, "nodeName", d->node);
     cJSON *pool = cJSON_AddObjectToObject(spec, "pool");
     cJSON_AddStringToObject(pool, "name", d->node);
-    cJSON_AddNumberToObject(pool, "generation", (double)generation);
+    cJSON_AddNumberToObject(pool, "generation", 1); /* publish() sets the next one */
     cJSON_AddNumberToObject(pool, "resourceSliceCount", 1);
     cJSON *devs = cJSON_AddArrayToObject(spec, "devices");
     char unit[32];
@@ -1051,13 +1064,10 @@ static cJSON *slice_object(struct gs_dra *d, long long generation, const char *r
 }
 
 /* Creates the node's ResourceSlice, or replaces it with the next pool
- * generation. */
-static int publish(struct gs_dra *d, gs_error *err)
+ * generation. On the publisher's thread: it touches only k and obj. */
+static int publish(const char *name, struct gs_kube *k, cJSON *obj, long long *gen, gs_error *err)
 {
-    int rc = kube_ready(d, err);
-    if (rc < 0)
-        return rc;
-    char *esc = gs_kube_escape(d->slice_name), *path = NULL;
+    char *esc = gs_kube_escape(name), *path = NULL;
     if (!esc || asprintf(&path, RESOURCE_API "/resourceslices/%s", esc) < 0) {
         free(esc);
         return gs_error_set(err, GS_ENOMEM, "out of memory");
@@ -1065,68 +1075,108 @@ static int publish(struct gs_dra *d, gs_error *err)
     free(esc);
     cJSON *cur = NULL;
     long status = 0;
-    rc = gs_kube_get(&d->kube, path, &cur, &status, err);
-    long long gen = 1;
-    char rv[64] = "";
+    int rc = gs_kube_get(k, path, &cur, &status, err);
+    *gen = 1;
     if (rc == GS_OK) {
         const cJSON *g = path_get(cur, "spec", "pool", "generation");
-        gen = cJSON_IsNumber(g) ? (long long)g->valuedouble + 1 : 1;
+        *gen = cJSON_IsNumber(g) ? (long long)g->valuedouble + 1 : 1;
         const char *v = gs_yamljson_str(path_get(cur, "metadata", NULL, NULL), "resourceVersion");
-        snprintf(rv, sizeof rv, "%s", v ? v : "");
+        if (v) /* replace exactly what was read: a write in between is a conflict, retried */
+            cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                    "resourceVersion", v);
     } else if (status != 404) {
         cJSON_Delete(cur);
         free(path);
         return rc;
     }
     cJSON_Delete(cur);
-    cJSON *obj = slice_object(d, gen, rv[0] ? rv : NULL);
+    cJSON_SetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(path_get(obj, "spec", "pool", NULL), "generation"),
+        (double)*gen);
     char *body = cJSON_PrintUnformatted(obj);
-    cJSON_Delete(obj);
     if (!body) {
         free(path);
         return gs_error_set(err, GS_ENOMEM, "out of memory");
     }
     if (status == 404)
-        rc = gs_kube_send(&d->kube, "POST", RESOURCE_API "/resourceslices", body, NULL, &status,
-                          err);
+        rc = gs_kube_send(k, "POST", RESOURCE_API "/resourceslices", body, NULL, &status, err);
     else
-        rc = gs_kube_send(&d->kube, "PUT", path, body, NULL, &status, err);
+        rc = gs_kube_send(k, "PUT", path, body, NULL, &status, err);
     free(body);
     free(path);
     if (rc < 0 && (status == 401 || status == 403))
         gs_error_wrap(err, "the agent's ServiceAccount needs create and update on resourceslices "
                            "(deploy/dra/rbac.yaml)");
-    if (rc == GS_OK)
-        GS_LOGI("published ResourceSlice %s: %d GPU(s) of driver %s, pool %s generation %lld",
-                d->slice_name, d->inv->ngpu, d->c->dra_driver, d->node, gen);
     return rc;
+}
+
+static void *publisher_main(void *arg)
+{
+    struct gs_dra *d = arg;
+    d->pub.rc = publish(d->slice_name, &d->pub.kube, d->pub.obj, &d->pub.gen, &d->pub.err);
+    atomic_store(&d->pub.done, 1);
+    gs_rpc_wake(d->rpc);
+    return NULL;
+}
+
+static void publish_later(struct gs_dra *d, uint64_t now, const char *why)
+{
+    GS_LOGW("ResourceSlice %s not published: %s; retrying in %llu ms", d->slice_name, why,
+            (unsigned long long)d->backoff);
+    d->need_publish = 1;
+    d->publish_at = now + d->backoff;
+    d->backoff = d->backoff * 2 > PUBLISH_BACKOFF_MAX_MS ? PUBLISH_BACKOFF_MAX_MS : d->backoff * 2;
 }
 
 void gs_dra_health_changed(struct gs_dra *d)
 {
-    d->need_publish = 1;
+    d->need_publish = 1; /* after the publish in flight, if one is */
     d->publish_at = 0;
     d->backoff = 1000;
 }
 
 void gs_dra_step(struct gs_dra *d, uint64_t now)
 {
-    if (!d->need_publish || now < d->publish_at)
+    if (d->pub.running && atomic_load(&d->pub.done)) {
+        pthread_join(d->pub.th, NULL);
+        d->pub.running = 0;
+        cJSON_Delete(d->pub.obj);
+        d->pub.obj = NULL;
+        if (d->pub.rc == GS_OK) {
+            GS_LOGI("published ResourceSlice %s: %d GPU(s) of driver %s, pool %s generation %lld",
+                    d->slice_name, d->inv->ngpu, d->c->dra_driver, d->node, d->pub.gen);
+            d->backoff = 1000;
+        } else {
+            publish_later(d, now, d->pub.err.msg);
+        }
+    }
+    if (d->pub.running || !d->need_publish || now < d->publish_at)
         return;
     gs_error err = {0};
-    if (publish(d, &err) == GS_OK) {
-        d->need_publish = 0;
-        d->backoff = 1000;
+    /* Opened here, not on the thread: libcurl's global start is not thread-safe. */
+    if (!d->pub.kube_open && gs_nodelabels_kube_open(d->c, &d->pub.kube, &err) < 0) {
+        publish_later(d, now, err.msg);
         return;
     }
-    GS_LOGW("ResourceSlice %s not published: %s; retrying in %llu ms", d->slice_name, err.msg,
-            (unsigned long long)d->backoff);
-    d->publish_at = now + d->backoff;
-    d->backoff = d->backoff * 2 > PUBLISH_BACKOFF_MAX_MS ? PUBLISH_BACKOFF_MAX_MS : d->backoff * 2;
+    d->pub.kube_open = 1;
+    d->pub.obj = slice_object(d);
+    d->pub.rc = GS_OK;
+    memset(&d->pub.err, 0, sizeof d->pub.err);
+    atomic_store(&d->pub.done, 0);
+    if (!d->pub.obj || pthread_create(&d->pub.th, NULL, publisher_main, d) != 0) {
+        cJSON_Delete(d->pub.obj);
+        d->pub.obj = NULL;
+        publish_later(d, now, "cannot start the publishing thread");
+        return;
+    }
+    d->pub.running = 1;
+    d->need_publish = 0;
 }
 
 uint64_t gs_dra_next(const struct gs_dra *d)
 {
+    if (d->pub.running) /* its end wakes the loop */
+        return UINT64_MAX;
     return d->need_publish ? d->publish_at : UINT64_MAX;
 }
 
@@ -1177,9 +1227,24 @@ int gs_dra_start(struct gs_dra *d, struct gs_rpc *rpc, gs_error *err)
     return GS_OK;
 }
 
-void gs_dra_stop(struct gs_dra *d)
+int gs_dra_stop(struct gs_dra *d)
 {
     servers_stop(d);
+    for (int i = 0; d->pub.running && !atomic_load(&d->pub.done) && i < STOP_WAIT_MS / 10; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (d->pub.running && !atomic_load(&d->pub.done)) {
+        GS_LOGW("the ResourceSlice update has not returned within %d ms of SIGTERM; exiting "
+                "without waiting for it",
+                STOP_WAIT_MS);
+        return 1;
+    }
+    if (d->pub.running) {
+        pthread_join(d->pub.th, NULL);
+        d->pub.running = 0;
+    }
+    return 0;
 }
 
 void gs_dra_check_sockets(struct gs_dra *d)
@@ -1226,6 +1291,11 @@ void gs_dra_destroy(struct gs_dra *d)
 {
     if (!d)
         return;
+    if (d->pub.running)
+        pthread_join(d->pub.th, NULL);
+    cJSON_Delete(d->pub.obj);
+    if (d->pub.kube_open)
+        gs_kube_close(&d->pub.kube);
     if (d->kube_open)
         gs_kube_close(&d->kube);
     free(d);

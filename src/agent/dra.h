@@ -45,13 +45,17 @@ void gs_dra_destroy(struct gs_dra *d);
 
 /* Serves registration and DRAPlugin on rpc, and asks for the first publish. */
 int gs_dra_start(struct gs_dra *d, struct gs_rpc *rpc, gs_error *err);
-void gs_dra_stop(struct gs_dra *d);
+/* Stops serving. Returns 1 when a ResourceSlice update is still in flight a
+ * moment later: the caller must then leave with _exit, freeing nothing (as
+ * gs_agent_destroy says). */
+int gs_dra_stop(struct gs_dra *d);
 /* Serves again when one of our sockets is gone (the kubelet's plugin
  * watcher registers a socket that appears). */
 void gs_dra_check_sockets(struct gs_dra *d);
 /* GPU health changed: publish the ResourceSlice again. */
 void gs_dra_health_changed(struct gs_dra *d);
-/* Does what is due at now (monotonic ms): publishing, retried with backoff. */
+/* Does what is due at now (monotonic ms): publishing (on a thread of its own,
+ * which wakes the loop when done), retried with backoff. */
 void gs_dra_step(struct gs_dra *d, uint64_t now);
 /* When gs_dra_step next has work (monotonic ms), or UINT64_MAX. */
 uint64_t gs_dra_next(const struct gs_dra *d);

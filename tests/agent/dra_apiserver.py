@@ -9,7 +9,9 @@ written to --slices FILE after each write, for the test to read.
 
     dra_apiserver.py --cert C --key K --scenario S.json --slices OUT.json [--token T] [--log FILE]
 
-S.json as fake_apiserver.py's, plus "resourceclaims": [...].
+S.json as fake_apiserver.py's, plus "resourceclaims": [...] and "hold_slice_writes": a file
+path: each ResourceSlice write is recorded, then held until that file exists (a slow
+API server), up to 60 s.
 Prints "PORT <n>" on stdout once it listens on 127.0.0.1."""
 import argparse
 import json
@@ -18,6 +20,7 @@ import re
 import ssl
 import sys
 import threading
+import time
 from http.server import ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -84,6 +87,11 @@ class Handler(fa.Handler):
             return
         cfg = self.server.cfg
         self.note("SLICE-%s %s" % (method, json.dumps(obj, sort_keys=True)))
+        hold = cfg["scenario"].get("hold_slice_writes")
+        for _ in range(1200):
+            if not hold or os.path.exists(hold):
+                break
+            time.sleep(0.05)
         with cfg["lock"]:
             name = m.group(1)
             if method == "DELETE":

@@ -195,18 +195,21 @@ def main():
         if agent.proc.poll() is None:
             agent.stop()
         api.close()
-    nvml_slice(tap, api, tmp, env)
+    nvml_slice(tap, api, tmp, env, reg, v1)
     shutil.rmtree(tmp, ignore_errors=True)
     return tap.done()
 
 
-def nvml_slice(tap, api, tmp, env):
+def nvml_slice(tap, api, tmp, env, reg_pb, v1_pb):
     """An agent on the fake NVML (two H200s, driver 580.159.04) publishes what NVML says."""
     lib = os.path.join(fk.BUILD, "sim", "libnvidia-ml.so.1")
     d = os.path.join(tmp, "nvml")
     for sub in ("registry", "plugins"):
         os.makedirs(os.path.join(d, sub))
-    api2 = DraApi({"nodes": [dt.k8s_node("gpu-2", {})]})
+    release = os.path.join(d, "release")
+    uid = "0a200000-0000-4000-8000-000000000001"
+    api2 = DraApi({"nodes": [dt.k8s_node("gpu-2", {})], "hold_slice_writes": release, "resourceclaims": [
+        claim("on-gpu-2", uid, [dict(result("gpu-1", "8Gi", "50"), pool="gpu-2")])]})
     nenv = dict(env, GS_FAKE_NVML_GPUS="2", GS_FAKE_NVML_MEM="141Gi", GS_FAKE_NVML_NAME="NVIDIA H200")
     agent = fk.Agent(d, "agent-nvml", [
         "--dra", "on", "--backend", "nvml", "--nvml-library", lib, "--plugins-registry-dir",
@@ -215,6 +218,19 @@ def nvml_slice(tap, api, tmp, env):
         "--kubeconfig", api2.kubeconfig(), "--node-name", "gpu-2", "--pod-resources-socket", "",
         "--node-labels", "off"], env=nenv).start()
     try:
+        # A slow API server: the ResourceSlice write is held while the kubelet's calls come.
+        held = fk.wait_for(lambda: any(r.startswith("SLICE-POST") for r in api2.requests()))
+        reg_sock = os.path.join(d, "registry", DRIVER + "-reg.sock")
+        info = fk.unary(REG, reg_sock, "GetInfo", reg_pb.InfoRequest(), reg_pb.PluginInfo)
+        r = fk.unary(V1, os.path.join(d, "plugins", DRIVER, "dra.sock"), "NodePrepareResources",
+                     v1_pb.NodePrepareResourcesRequest(claims=[v1_pb.Claim(namespace="serving", uid=uid,
+                                                                           name="on-gpu-2")]),
+                     v1_pb.NodePrepareResourcesResponse)
+        tap.ok(held and info.name == DRIVER and not r.claims[uid].error and r.claims[uid].devices and
+               not api2.slices(),
+               "while the API server holds the ResourceSlice write, GetInfo and NodePrepareResources "
+               "are answered (the write is on a thread of its own)", (r, agent.tail()))
+        open(release, "w").close()
         sl = fk.wait_for(lambda: api2.slices().get("gpu-2-" + DRIVER))
         devs = {x["name"]: x for x in (sl or {}).get("spec", {}).get("devices", [])}
         at = devs.get("gpu-1", {}).get("attributes", {})
@@ -226,6 +242,19 @@ def nvml_slice(tap, api, tmp, env):
     finally:
         agent.stop()
         api2.close()
+    # SIGTERM while the API server still holds the write: the agent leaves at once.
+    api3 = DraApi({"nodes": [], "hold_slice_writes": os.path.join(d, "never")})
+    agent3 = fk.Agent(d, "agent-held", agent.args[:agent.args.index("--kubeconfig")] + [
+        "--kubeconfig", api3.kubeconfig(), "--node-name", "gpu-3", "--pod-resources-socket", "",
+        "--node-labels", "off"], env=nenv).start()
+    try:
+        held = fk.wait_for(lambda: any(r.startswith("SLICE-POST") for r in api3.requests()))
+        rc = agent3.stop(timeout=20)
+        tap.ok(held and rc == 0 and "the ResourceSlice update has not returned within 300 ms of SIGTERM"
+               in agent3.tail(), "SIGTERM with a ResourceSlice write in flight: the agent exits 0 without "
+               "waiting for it, and says so", agent3.tail())
+    finally:
+        api3.close()
 
 
 def prepare(v1, sock, names, path=V1):
