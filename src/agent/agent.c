@@ -20,6 +20,7 @@
 
 #include "node/inventory.h"
 #include "agent/dra.h"
+#include "agent/mpsd.h"
 #include "agent/nodelabels.h"
 #include "agent/plugin.h"
 #include "node/resources.h"
@@ -72,7 +73,8 @@ struct gs_agent {
     struct gs_sharing sharing;
     struct gs_resources rs;
     struct gs_plugin *plugin;
-    struct gs_dra *dra; /* dra = on: the DRA driver instead of the device plugin's servers */
+    struct gs_dra *dra;   /* dra = on: the DRA driver instead of the device plugin's servers */
+    struct gs_mpsd *mpsd; /* compute_sharing = mps: NVIDIA's MPS control daemon */
     struct gs_rpc *rpc;
     struct gs_rpc_server *srv[GS_RES_MAX];
     int ino_fd;
@@ -473,11 +475,17 @@ static void reclaim_step(struct gs_agent *a, uint64_t now)
     }
 }
 
-/* Publishes the node facts users, `gpuslice doctor` and `gpuslice monitor` read
+static const char *node_mode(const struct gs_agent *a)
+{
+    return a->dra ? "dra" : a->rs.replica_mode ? "replica" : "fractional";
+}
+
+/* Writes the node facts users, `gpuslice doctor` and `gpuslice monitor` read
  * (GS_AGENT_NODE_FILE, keys in contract/contract.h): the memory unit, how the
- * pool was worked out, what is advertised and on which socket. Written to a
- * temporary file and renamed, so a reader never sees half of it. */
-static void publish_node(struct gs_agent *a)
+ * pool was worked out, what is advertised and on which socket, the MPS daemon.
+ * Written to a temporary file and renamed, so a reader never sees half of it;
+ * written again when the MPS daemon's state changes. */
+static void write_node_file(struct gs_agent *a)
 {
     char path[PATH_MAX + 16], tmp[PATH_MAX + 32], unit[32];
     gs_quantity_format_bytes(a->cfg.memory_unit, unit, sizeof unit);
@@ -488,7 +496,7 @@ static void publish_node(struct gs_agent *a)
         GS_LOGW("cannot write %s: %s", tmp, strerror(errno));
         return;
     }
-    const char *mode = a->dra ? "dra" : a->rs.replica_mode ? "replica" : "fractional";
+    const char *mode = node_mode(a);
     fprintf(
         f,
         "# gpuslice agent: facts about this node's GPU slices (read by gpuslice "
@@ -520,8 +528,21 @@ static void publish_node(struct gs_agent *a)
         fprintf(f, GS_NODE_KEY_RESOURCE_PREFIX "%s = %d\n" GS_NODE_KEY_SOCKET_PREFIX "%s = %s\n",
                 a->rs.r[i].name, gs_resources_total_units(&a->rs.r[i], a->inv.ngpu),
                 a->rs.r[i].name, a->rs.r[i].socket);
+    fprintf(f, GS_NODE_KEY_COMPUTE_SHARING " = %s\n",
+            a->cfg.compute_sharing == GS_SHARING_MPS ? "mps" : "timeslice");
+    if (a->mpsd)
+        gs_mpsd_node(a->mpsd, f);
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         GS_LOGW("cannot write %s: %s", path, strerror(errno));
+}
+
+/* The node file, then the same facts as node labels and NFD features. */
+static void publish_node(struct gs_agent *a)
+{
+    char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
+    FILE *f;
+    const char *mode = node_mode(a);
+    write_node_file(a);
     gs_nodelabels_publish(&a->cfg, gs_backend_name(a->inv.backend), mode);
     if (a->cfg.features_dir[0]) {
         /* NFD's local source turns these lines into node labels. */
@@ -592,16 +613,12 @@ int gs_agent_create(struct gs_agent **out, const struct gs_agent_config *c, gs_e
         gs_agent_destroy(a);
         return rc;
     }
-    if (a->cfg.compute_sharing == GS_SHARING_MPS) { /* the config file's, or sharing.mps */
-        char ctl[PATH_MAX]; /* a host path: seen under `root` when the agent runs in a Pod */
-        if (!gs_mps_daemon_present(c->root, c->mps_pipe_dir, ctl, sizeof ctl))
-            GS_LOGW("compute_sharing = mps, but no MPS control daemon at %s: tenants will "
-                    "time-slice until one runs (nvidia-cuda-mps-control -d with "
-                    "CUDA_MPS_PIPE_DIRECTORY=%s)",
-                    ctl, c->mps_pipe_dir);
-        else
-            GS_LOGI("compute_sharing = mps: tenants run as clients of the MPS daemon at %s",
-                    c->mps_pipe_dir);
+    /* The config file's, or sharing.mps; last, so that nothing after it can
+     * fail and leave a daemon the agent started behind. */
+    if (a->cfg.compute_sharing == GS_SHARING_MPS &&
+        (rc = gs_mpsd_create(&a->mpsd, &a->cfg, err)) < 0) {
+        gs_agent_destroy(a);
+        return rc;
     }
     if (a->cfg.besteffort_guard_us) {
         int gates = gs_agent_config_yield(&a->cfg) == GS_YIELD_GATE;
@@ -652,6 +669,8 @@ static int next_timeout(const struct gs_agent *a, uint64_t now, int kubelet_up)
         next = a->next_sim_poll;
     if (a->dra && gs_dra_next(a->dra) < next)
         next = gs_dra_next(a->dra);
+    if (a->mpsd && gs_mpsd_next(a->mpsd) < next)
+        next = gs_mpsd_next(a->mpsd);
     return next <= now ? 0 : next - now > 60000 ? 60000 : (int)(next - now);
 }
 
@@ -709,6 +728,8 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
         if (a->dra)
             gs_dra_step(a->dra, now);
         reclaim_step(a, now);
+        if (a->mpsd && gs_mpsd_step(a->mpsd, now))
+            write_node_file(a);
         if (now >= a->next_sock_check) {
             a->next_sock_check = now + SOCKET_CHECK_MS;
             check_sockets(a);
@@ -738,6 +759,7 @@ int gs_agent_run(struct gs_agent *a, volatile int *stop, gs_error *err)
     servers_stop(a);
     if (a->dra && gs_dra_stop(a->dra))
         a->left_running = 1;
+    gs_mpsd_stop(a->mpsd); /* the daemon the agent started, and no other */
     watch_stop(a);
     for (size_t i = 0; i < 2; i++)
         if (busy[i]->running && !atomic_load(&busy[i]->done)) {
@@ -763,6 +785,8 @@ int gs_agent_destroy(struct gs_agent *a)
         gs_rpc_destroy(a->rpc);
     gs_inventory_close(&a->inv);
     gs_dra_destroy(a->dra);
+    gs_mpsd_stop(a->mpsd); /* after an error: gs_agent_run did not */
+    gs_mpsd_destroy(a->mpsd);
     gs_plugin_destroy(a->plugin);
     if (a->ino_fd >= 0)
         close(a->ino_fd);

@@ -47,6 +47,16 @@
 #define GS_NODE_GPU_NAME "name"
 #define GS_NODE_GPU_MEMORY "memory"         /* bytes in the GPU's pool */
 #define GS_NODE_GPU_ADVERTISED "advertised" /* bytes offered to slices */
+/* How tenants share a GPU (the agent's compute_sharing) and, with mps, NVIDIA's
+ * MPS control daemon as the agent last saw it (agent/mpsd.c). */
+#define GS_NODE_KEY_COMPUTE_SHARING "compute_sharing" /* timeslice | mps */
+#define GS_NODE_KEY_MPS_PIPE_DIR "mps_pipe_dir"       /* the daemon's folder, a host path */
+#define GS_NODE_KEY_MPS_DAEMON "mps_daemon" /* auto: the agent runs it | external: someone else */
+#define GS_NODE_KEY_MPS_STATE "mps_daemon_state"       /* running | starting | down */
+#define GS_NODE_KEY_MPS_STARTED "mps_daemon_started"   /* true: the one running is the agent's */
+#define GS_NODE_KEY_MPS_PID "mps_daemon_pid"           /* 0: none or not known */
+#define GS_NODE_KEY_MPS_RESTARTS "mps_daemon_restarts" /* times the agent started it again */
+#define GS_NODE_KEY_MPS_ERROR "mps_daemon_error"       /* why the last start failed, or "" */
 /* NFD's local feature source: the file the agent writes in its features_dir. */
 #define GS_FEATURES_FILE "gpuslice"
 
@@ -157,6 +167,8 @@
  * common/log.h, which sits below the contract. */
 /* Set by gpuslice, read by the CUDA driver and NVIDIA's container runtime: */
 #define GS_ENV_MPS_PIPE_DIR "CUDA_MPS_PIPE_DIRECTORY"
+/* Set by the agent for the MPS control daemon it starts (mps_daemon = auto). */
+#define GS_ENV_MPS_LOG_DIR "CUDA_MPS_LOG_DIRECTORY"
 #define GS_ENV_NVIDIA_VISIBLE "NVIDIA_VISIBLE_DEVICES"
 
 /* ---- JSON outputs (monitor --json and /api/slices, doctor --json) ------------- */

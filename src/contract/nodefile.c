@@ -69,6 +69,22 @@ static int take(void *ud, const char *key, const char *val, gs_error *err)
         n->memory_unit = strtoull(val, NULL, 10);
     } else if (!strcmp(key, GS_NODE_KEY_KUBELET_DIR)) {
         snprintf(n->kubelet_dir, sizeof n->kubelet_dir, "%s", val);
+    } else if (!strcmp(key, GS_NODE_KEY_COMPUTE_SHARING)) {
+        n->mps = !strcmp(val, "mps");
+    } else if (!strcmp(key, GS_NODE_KEY_MPS_PIPE_DIR)) {
+        snprintf(n->mps_pipe_dir, sizeof n->mps_pipe_dir, "%s", val);
+    } else if (!strcmp(key, GS_NODE_KEY_MPS_DAEMON)) {
+        n->mps_auto = !strcmp(val, "auto");
+    } else if (!strcmp(key, GS_NODE_KEY_MPS_STATE)) {
+        snprintf(n->mps_state, sizeof n->mps_state, "%s", val);
+    } else if (!strcmp(key, GS_NODE_KEY_MPS_STARTED)) {
+        n->mps_started = !strcmp(val, "true");
+    } else if (!strcmp(key, GS_NODE_KEY_MPS_PID)) {
+        n->mps_pid = strtol(val, NULL, 10);
+    } else if (!strcmp(key, GS_NODE_KEY_MPS_RESTARTS)) {
+        n->mps_restarts = strtol(val, NULL, 10);
+    } else if (!strcmp(key, GS_NODE_KEY_MPS_ERROR)) {
+        snprintf(n->mps_error, sizeof n->mps_error, "%s", val);
     } else if (!strncmp(key, GS_NODE_KEY_SOCKET_PREFIX, sp) && key[sp]) {
         int i = res_slot(n, key + sp);
         if (i >= 0)

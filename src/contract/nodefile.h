@@ -27,7 +27,15 @@ struct gs_nodefile {
         char socket[64]; /* file name under the kubelet's device-plugins directory */
         int units;
     } res[GS_NODEFILE_MAX_RES];
-    int ngpu; /* 1 + the highest gpu<index> seen */
+    int mps;                /* compute_sharing = mps */
+    char mps_pipe_dir[256]; /* the MPS daemon's folder, a host path */
+    int mps_auto;           /* mps_daemon = auto: the agent runs the daemon */
+    char mps_state[16];     /* running | starting | down, as the agent last saw it */
+    int mps_started;        /* the daemon running is the one the agent started */
+    long mps_pid;
+    long mps_restarts;
+    char mps_error[256]; /* why the agent's last start failed */
+    int ngpu;            /* 1 + the highest gpu<index> seen */
     struct {
         char uuid[96], name[96];
         uint64_t memory, advertised; /* bytes: the pool, and what slices are offered */

@@ -65,7 +65,8 @@ static void usage(FILE *out)
                  ", under --root)\n"
                  "  --grace SECONDS   a slice younger than this may not have used CUDA yet (300)\n"
                  "  --mps-pipe-dir D  the MPS daemon's pipe directory, for slices set to MPS\n"
-                 "                    (default <root>/tmp/nvidia-mps, the agent's mps_pipe_dir)\n"
+                 "                    (default: the agent's mps_pipe_dir from its node file, else\n"
+                 "                    <root>/tmp/nvidia-mps)\n"
                  "  --json            print the findings as JSON\n"
                  "  -h, --help        this text\n\n"
                  "Exit status: 0 healthy, 1 something is wrong (an error finding), 2 usage error.\n"
@@ -193,6 +194,7 @@ int gs_cmd_doctor(int argc, char **argv)
     if (mps) {
         if (set_str(d.mps_pipe_dir, sizeof d.mps_pipe_dir, mps, "--mps-pipe-dir") < 0)
             return 2;
+        d.mps_pipe_dir_given = 1;
     } else if (gs_doctor_path(&d, GS_MPS_DEFAULT_PIPE_DIR, d.mps_pipe_dir, sizeof d.mps_pipe_dir) !=
                0) {
         fprintf(stderr, "gpuslice doctor: --root %s is too long\n", d.root);

@@ -34,6 +34,7 @@ struct gs_doctor {
     int skip_cluster;
     unsigned grace_s;        /* a slice younger than this may not have used CUDA yet */
     char mps_pipe_dir[4096]; /* host path of the MPS daemon's pipe directory, root included */
+    int mps_pipe_dir_given;  /* --mps-pipe-dir: else the agent's node file may name it */
     struct gs_report *rep;
 
     /* facts found by the node checks */

@@ -20,6 +20,7 @@
 
 #include "contract/ledger.h"
 #include "contract/limits.h"
+#include "contract/nodefile.h"
 #include "node/mps.h"
 #include "common/quantity.h"
 #include "contract/slice.h"
@@ -197,13 +198,58 @@ static void check_unified_cluster(struct gs_doctor *d)
     }
 }
 
+/* The MPS control daemon the agent runs (its node file says mps_daemon =
+ * auto): down, every MPS tenant time-slices, slices or not yet. */
+static int check_agent_mps(struct gs_doctor *d, const struct gs_nodefile *nf, size_t n)
+{
+    const char *shown = gs_doctor_shown(d, d->mps_pipe_dir);
+    pid_t pid = 0;
+    char why[128];
+    char seen[512];
+    snprintf(seen, sizeof seen,
+             "the agent's node file: mps_daemon = auto, last seen %s%s, pid %ld, started %ld "
+             "time(s) again%s%s",
+             nf->mps_state[0] ? nf->mps_state : "(not said)",
+             nf->mps_started ? " (started by the agent)" : "", nf->mps_pid, nf->mps_restarts,
+             nf->mps_error[0] ? "; its last start failed: " : "", nf->mps_error);
+    if (gs_mps_daemon_answers("", d->mps_pipe_dir, &pid, why, sizeof why)) {
+        struct gs_finding *f = gs_report_add(
+            d->rep, GS_SEV_OK, "tenant.mps-daemon",
+            "the MPS control daemon the agent runs answers at %s/" GS_MPS_CONTROL_SOCKET, shown);
+        gs_finding_evidence(f, "%s", seen);
+        return 1;
+    }
+    char slices[64] = "";
+    if (n)
+        snprintf(slices, sizeof slices, " (%zu slice(s) set to MPS)", n);
+    struct gs_finding *f = gs_report_add(
+        d->rep, GS_SEV_ERROR, "tenant.mps-daemon-down",
+        "the MPS control daemon the agent runs does not answer at %s: MPS tenants%s time-slice, "
+        "and their MPS priority and thread limits do nothing",
+        shown, slices);
+    gs_finding_evidence(f, "%s/" GS_MPS_CONTROL_SOCKET ": %s", shown, why);
+    gs_finding_evidence(f, "%s", seen);
+    gs_finding_fix(
+        f, "The agent starts it again with back-off and logs why it cannot: read the agent's log "
+           "(`kubectl -n gpuslice-system logs ds/gpuslice-agent -c agent`) and control.log in its "
+           "mps_log_dir. A missing program: set mps_control to NVIDIA's nvidia-cuda-mps-control; "
+           "a read-only folder: mount mps_pipe_dir and mps_log_dir writable into the agent's Pod; "
+           "or run the daemon yourself and set mps_daemon = external (docs/agent.md).");
+    return 0;
+}
+
 /* Slices set to run as MPS clients (agent compute_sharing = mps) need the
  * node's MPS daemon; without it they time-slice and their MPS settings do
  * nothing, which nothing else reports. */
-static void check_mps(struct gs_doctor *d, size_t n)
+static void check_mps(struct gs_doctor *d, size_t n, const struct gs_nodefile *nf)
 {
+    if (!d->mps_pipe_dir_given && nf->mps && nf->mps_pipe_dir[0] == '/' &&
+        gs_doctor_path(d, nf->mps_pipe_dir, d->mps_pipe_dir, sizeof d->mps_pipe_dir) != 0)
+        return;
     const char *shown = gs_doctor_shown(d, d->mps_pipe_dir);
     if (d->platform == GS_PLAT_JETSON) {
+        if (!n)
+            return;
         struct gs_finding *f =
             gs_report_add(d->rep, GS_SEV_ERROR, "tenant.mps-unsupported",
                           "%zu slice(s) are set to run as MPS clients, but Jetson has no MPS", n);
@@ -212,6 +258,10 @@ static void check_mps(struct gs_doctor *d, size_t n)
                           "(gpuslice-agent-config) and restart the Pods.");
         return;
     }
+    if (nf->mps && nf->mps_auto && !check_agent_mps(d, nf, n))
+        return; /* tenant.mps-daemon-down says it all */
+    if (!n)
+        return;
     char ctl[PATH_MAX];
     struct stat st;
     if (gs_mps_daemon_present("", d->mps_pipe_dir, ctl, sizeof ctl)) {
@@ -232,6 +282,7 @@ static void check_mps(struct gs_doctor *d, size_t n)
                    "Start the daemon on the host with the agent's mps_pipe_dir: "
                    "`CUDA_MPS_PIPE_DIRECTORY=%s nvidia-cuda-mps-control -d` (its pipe directory "
                    "must match; give --mps-pipe-dir if the agent uses another), or set "
+                   "mps_daemon = auto and the agent runs it, or set "
                    "compute_sharing = timeslice in the agent's config.",
                    shown);
 }
@@ -325,8 +376,11 @@ void gs_tenants_check(struct gs_doctor *d)
                       t.slices ? "tenant.slices" : "tenant.no-slices",
                       "%zu slice(s) on this node, %zu used CUDA", t.slices, t.used_cuda);
     }
-    if (t.mps)
-        check_mps(d, t.mps);
+    struct gs_nodefile nf;
+    if (gs_nodefile_load(d->state_dir, &nf, NULL) < 0)
+        memset(&nf, 0, sizeof nf);
+    if (t.mps || nf.mps)
+        check_mps(d, t.mps, &nf);
     if (!d->root[0])
         check_audit(d);
     if (d->platform != GS_PLAT_JETSON)

@@ -58,6 +58,17 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
     {"mps_shm_dir", GS_CFG_STRING, F(mps_shm_dir), 0, S(mps_shm_dir), "", NULL,
      "compute_sharing mps: host directory mounted at /dev/shm in each container, when the MPS "
      "daemon does not share the host's IPC namespace with the Pods (empty = none)"},
+    {"mps_daemon", GS_CFG_ENUM, F(mps_daemon), 0, 0, "auto", "auto|external",
+     "compute_sharing mps: auto = the agent starts NVIDIA's MPS control daemon when none answers "
+     "in mps_pipe_dir, restarts it when it dies and stops it on SIGTERM; external = someone "
+     "else runs it, the agent only checks and warns (docs/agent.md)"},
+    {"mps_control", GS_CFG_STRING, F(mps_control), 0, S(mps_control), GS_MPS_CONTROL_PROGRAM, NULL,
+     "mps_daemon auto: NVIDIA's control program, a name looked up in PATH or a path (a host "
+     "path: with root set it is found under root and runs chrooted into it)"},
+    {"mps_log_dir", GS_CFG_STRING, F(mps_log_dir), 0, S(mps_log_dir), GS_MPS_DEFAULT_LOG_DIR, NULL,
+     "mps_daemon auto: the daemon's CUDA_MPS_LOG_DIRECTORY on the host (control.log)"},
+    {"mps_check_interval", GS_CFG_UINT, F(mps_check_interval), 1, 3600, "5", NULL,
+     "compute_sharing mps: seconds between checks that the MPS control daemon answers"},
     {"besteffort_mps_threads", GS_CFG_UINT, F(besteffort_mps_threads), 0, 100, "0", NULL,
      "compute_sharing mps: active thread percentage of best-effort slices (0 = all threads)"},
     {"besteffort_green_sms", GS_CFG_UINT, F(besteffort_green_sms), 0, 4096, "0", NULL,

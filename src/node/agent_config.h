@@ -16,7 +16,9 @@ enum gs_agent_yield {
     GS_AGENT_YIELD_BOUND,
     GS_AGENT_YIELD_SHRINK
 };
-/* Where containers find the MPS control daemon when compute_sharing = mps. */
+/* mps_daemon: auto = the agent runs NVIDIA's MPS control daemon (agent/mpsd.c),
+ * external = someone else does and the agent only checks. */
+enum gs_agent_mps_daemon { GS_MPS_DAEMON_AUTO, GS_MPS_DAEMON_EXTERNAL };
 
 struct gs_agent_config {
     char kubelet_dir[256];
@@ -37,6 +39,10 @@ struct gs_agent_config {
     int compute_sharing;    /* enum gs_exec_sharing: time-slicing or NVIDIA MPS underneath */
     char mps_pipe_dir[256]; /* host: the MPS control daemon's CUDA_MPS_PIPE_DIRECTORY */
     char mps_shm_dir[256];  /* host: shared memory the MPS clients need at /dev/shm ("" = none) */
+    int mps_daemon;         /* enum gs_agent_mps_daemon: who runs the MPS control daemon */
+    char mps_control[256];  /* auto: NVIDIA's control program, a name in PATH or a host path */
+    char mps_log_dir[256];  /* auto: the daemon's CUDA_MPS_LOG_DIRECTORY on the host */
+    uint64_t mps_check_interval;     /* seconds between checks that the daemon answers */
     uint64_t besteffort_green_sms;   /* critical_yield = shrink: SMs kept, 0 = half the GPU */
     uint64_t besteffort_guard_us;    /* gating best-effort slices: the guard's margin, 0 = off */
     uint64_t critical_prime_us;      /* realtime slices on timeslice: the prime's lead, 0 = off */

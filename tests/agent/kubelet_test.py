@@ -344,7 +344,7 @@ def replica(tmp, dp, pr):
     kub.start()
     agent = Agent(tmp, "agent-nvmps", ["--backend", "simulated", "--kubelet-dir", kdir, "--state-root", state,
                                        "--sharing-config", sharing, "--realtime-slots-per-gpu", "0",
-                                       "--reclaim-interval", "0"]).start()
+                                       "--reclaim-interval", "0", "--mps-daemon", "external"]).start()
     try:
         regs = kub.wait_registrations(1)
         tap.ok(len(regs) == 1 and regs[0][1].resource_name == "nvidia.com/gpu",
@@ -392,7 +392,8 @@ def plugins(kub, agent, dp, kdir, what):
 
 def mps(tmp, dp, pr):
     """compute_sharing = mps: the daemon's pipe directory (and shm) reach each
-    container, and the limits carry the per-client settings."""
+    container, and the limits carry the per-client settings. The daemon is
+    external here; mps_daemon_test.py has the agent run one."""
     kdir = os.path.join(tmp, "dp3")
     os.makedirs(kdir)
     state = os.path.join(tmp, "state3")
@@ -404,7 +405,7 @@ def mps(tmp, dp, pr):
     kub.start()
     agent = Agent(tmp, "agent-mps", ["--backend", "simulated", "--kubelet-dir", kdir, "--state-root", state,
                                      "--reclaim-interval", "0", "--compute-sharing", "mps",
-                                     "--mps-pipe-dir", pipe, "--mps-shm-dir", shm,
+                                     "--mps-pipe-dir", pipe, "--mps-shm-dir", shm, "--mps-daemon", "external",
                                      "--besteffort-mps-threads", "60"]).start()
     try:
         mem, rt = plugins(kub, agent, dp, kdir, "MPS")
@@ -448,7 +449,7 @@ def mps_shrink(tmp, dp, pr):
     agent = Agent(tmp, "agent-shrink", ["--backend", "simulated", "--kubelet-dir", kdir,
                                         "--state-root", os.path.join(tmp, "state4"), "--reclaim-interval", "0",
                                         "--compute-sharing", "mps", "--mps-pipe-dir", pipe,
-                                        "--critical-yield", "shrink", "--besteffort-green-sms", "64",
+                                        "--mps-daemon", "external", "--critical-yield", "shrink", "--besteffort-green-sms", "64",
                                         "--besteffort-guard-us", "450", "--critical-prime-us", "400"]).start()
     try:
         mem, rt = plugins(kub, agent, dp, kdir, "shrink")
