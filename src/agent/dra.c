@@ -62,6 +62,15 @@ struct gs_dra {
     int kube_open;
     int need_publish;
     uint64_t publish_at, backoff;
+    struct {              /* NodePrepareResources' claims, read off the loop (see claims_main) */
+        struct job *head; /* the queue; its head's claims are being read */
+        pthread_t th;
+        int running;
+        _Atomic int done;
+        struct gs_kube kube;
+        int kube_open;
+        char kerr[512]; /* why kube could not be opened */
+    } claims;
     /* The ResourceSlice is written from a thread of its own, so a slow or absent
      * API server never holds up the kubelet's calls on the loop. */
     struct {
@@ -494,23 +503,25 @@ static int kube_ready(struct gs_dra *d, gs_error *err)
     return rc;
 }
 
-static int get_claim(struct gs_dra *d, const char *ns, const char *name, cJSON **out, char *msg,
-                     size_t msglen)
+/* GETs one claim with client k (NULL: none could be opened, kerr says why).
+ * On the loop thread or the claims thread. */
+static int get_claim(struct gs_kube *k, const char *kerr, const char *ns, const char *name,
+                     cJSON **out, char *msg, size_t msglen)
 {
-    gs_error err = {0};
-    if (kube_ready(d, &err) < 0) {
+    if (!k) {
         snprintf(msg, msglen,
                  "cannot reach the API server: %.300s (set kubeconfig, or run the agent "
                  "in its Pod)",
-                 err.msg);
+                 kerr);
         return -1;
     }
+    gs_error err = {0};
     char *ens = gs_kube_escape(ns), *ename = gs_kube_escape(name), *path = NULL;
     int rc = -1;
     long status = 0;
     if (ens && ename &&
         asprintf(&path, RESOURCE_API "/namespaces/%s/resourceclaims/%s", ens, ename) >= 0) {
-        rc = gs_kube_get(&d->kube, path, out, &status, &err);
+        rc = gs_kube_get(k, path, out, &status, &err);
         if (rc < 0)
             snprintf(msg, msglen, "%.300s%s", err.msg,
                      status == 403 ? " (the agent's ServiceAccount needs get on "
@@ -523,6 +534,30 @@ static int get_claim(struct gs_dra *d, const char *ns, const char *name, cJSON *
     free(ens);
     free(ename);
     return rc < 0 ? -1 : 0;
+}
+
+static int claim_named(const char *ns, const char *uid, const char *name)
+{
+    return uid_valid(uid) && ns && *ns && name && *name;
+}
+
+/* What the API server said about each claim of a request: the claim, or why
+ * not. Filled on the claims thread (or the loop), read on the loop. */
+struct fetched {
+    cJSON *claim;
+    char why[900];
+};
+
+static void fetch_claims(struct gs_kube *k, const char *kerr, const PrepareReq *m,
+                         struct fetched *f)
+{
+    for (size_t i = 0; i < m->n_claims; i++) {
+        const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *cl = m->claims[i];
+        if (claim_named(cl->namespace_, cl->uid, cl->name) &&
+            get_claim(k, kerr, cl->namespace_, cl->name, &f[i].claim, f[i].why, sizeof f[i].why) <
+                0)
+            f[i].claim = NULL;
+    }
 }
 
 /* The committed claim slices on gpu, other than claim uid's: how many, and
@@ -604,23 +639,23 @@ static int same_limits(const struct gs_limits *want, const char *path, struct gs
 /* Writes (or finds, when already prepared with the same content) the slices
  * of one claim and fills its answer. Returns 0 or -1 with msg. */
 static int prepare_claim(struct gs_dra *d, const char *ns, const char *uid, const char *name,
-                         struct result *res, int *nres, char *msg, size_t msglen)
+                         const struct fetched *f, struct result *res, int *nres, char *msg,
+                         size_t msglen)
 {
     char why[900];
     *nres = 0;
-    if (!uid_valid(uid) || !ns || !*ns || !name || !*name) {
+    if (!claim_named(ns, uid, name)) {
         snprintf(msg, msglen,
                  "claim '%.64s/%.64s' (uid '%.64s'): the kubelet must name a claim by "
                  "namespace, name and UID",
                  ns ? ns : "", name ? name : "", uid ? uid : "");
         return -1;
     }
-    cJSON *claim = NULL;
-    if (get_claim(d, ns, name, &claim, why, sizeof why) < 0) {
-        snprintf(msg, msglen, "claim %.64s/%.64s: %.800s", ns, name, why);
+    if (!f->claim) {
+        snprintf(msg, msglen, "claim %.64s/%.64s: %.800s", ns, name, f->why);
         return -1;
     }
-    const char *have_uid = gs_yamljson_str(path_get(claim, "metadata", NULL, NULL), "uid");
+    const char *have_uid = gs_yamljson_str(path_get(f->claim, "metadata", NULL, NULL), "uid");
     int n = -1;
     if (!have_uid || strcmp(have_uid, uid))
         snprintf(why, sizeof why,
@@ -628,8 +663,7 @@ static int prepare_claim(struct gs_dra *d, const char *ns, const char *uid, cons
                  "and made again?)",
                  have_uid ? have_uid : "(none)", uid);
     else
-        n = read_results(d, claim, res, why, sizeof why);
-    cJSON_Delete(claim);
+        n = read_results(d, f->claim, res, why, sizeof why);
     if (n < 0) {
         snprintf(msg, msglen, "claim %.64s/%.64s: %.800s", ns, name, why);
         return -1;
@@ -731,30 +765,14 @@ struct prep_out {
     char msg[1024];
 };
 
-static void prepare(struct gs_dra *d, const uint8_t *req, size_t len, struct gs_rpc_reply *out,
-                    int v1)
+/* The answer to a NodePrepareResources whose claims were fetched (f): each
+ * claim's slices written and its devices, or its error. On the loop thread. */
+static void answer_prepare(struct gs_dra *d, const PrepareReq *m, int v1, const struct fetched *f,
+                           struct gs_rpc_reply *out)
 {
-    PrepareReq *m = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__unpack(
-        NULL, len, req);
-    if (!m) {
-        gs_rpc_reply_error(out, GS_RPC_INVALID_ARGUMENT,
-                           "NodePrepareResources: the request is not a NodePrepareResourcesRequest "
-                           "(%zu bytes)",
-                           len);
-        return;
-    }
     size_t nc = m->n_claims;
-    struct prep_out *po = NULL;
-    PrepareEntry *ent = NULL, **entp = NULL;
-    if (nc > MAX_CLAIMS) {
-        gs_rpc_reply_error(out, GS_RPC_INVALID_ARGUMENT,
-                           "NodePrepareResources: %zu claims in one call; at most %d", nc,
-                           MAX_CLAIMS);
-        goto done;
-    }
-    po = calloc(nc + 1, sizeof *po);
-    ent = calloc(nc + 1, sizeof *ent);
-    entp = calloc(nc + 1, sizeof *entp);
+    struct prep_out *po = calloc(nc + 1, sizeof *po);
+    PrepareEntry *ent = calloc(nc + 1, sizeof *ent), **entp = calloc(nc + 1, sizeof *entp);
     if (!po || !ent || !entp) {
         gs_rpc_reply_error(out, GS_RPC_RESOURCE_EXHAUSTED,
                            "NodePrepareResources: agent out of memory");
@@ -765,8 +783,8 @@ static void prepare(struct gs_dra *d, const uint8_t *req, size_t len, struct gs_
         struct prep_out *o = &po[i];
         k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resource_response__init(&o->one);
         int n = 0;
-        if (prepare_claim(d, cl->namespace_, cl->uid, cl->name, o->res, &n, o->msg, sizeof o->msg) <
-            0) {
+        if (prepare_claim(d, cl->namespace_, cl->uid, cl->name, &f[i], o->res, &n, o->msg,
+                          sizeof o->msg) < 0) {
             GS_LOGW("NodePrepareResources: %s", o->msg);
             o->one.error = o->msg;
         }
@@ -814,7 +832,141 @@ done:
     free(po);
     free(ent);
     free(entp);
-    k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(m, NULL);
+}
+
+/* ---- NodePrepareResources off the loop --------------------------------------
+ * Reading claims from the API server can take seconds; the kubelet's other
+ * calls must not wait for it. A Prepare is deferred (gs_rpc_defer) and queued;
+ * a thread of its own GETs the claims of the queue's head with its own client;
+ * the loop then writes the slices and answers (gs_rpc_answer), in order. */
+
+struct job {
+    struct gs_rpc_pending *call; /* NULL once answered */
+    PrepareReq *m;
+    int v1;
+    struct fetched *f;
+    struct job *next;
+};
+
+static void job_free(struct job *j)
+{
+    for (size_t i = 0; j->f && i < j->m->n_claims; i++)
+        cJSON_Delete(j->f[i].claim);
+    free(j->f);
+    k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(j->m, NULL);
+    free(j);
+}
+
+/* Answers a job's call with an error (stopping, or serving again). */
+static void job_refuse(struct job *j, const char *why)
+{
+    if (!j->call)
+        return;
+    struct gs_rpc_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.status = GS_RPC_UNAVAILABLE;
+    snprintf(rep.msg, sizeof rep.msg, "gpuslice agent: %s; the kubelet retries", why);
+    gs_rpc_answer(j->call, &rep);
+    j->call = NULL;
+}
+
+static void *claims_main(void *arg)
+{
+    struct gs_dra *d = arg;
+    struct job *j = d->claims.head;
+    fetch_claims(d->claims.kube_open ? &d->claims.kube : NULL, d->claims.kerr, j->m, j->f);
+    atomic_store(&d->claims.done, 1);
+    gs_rpc_wake(d->rpc);
+    return NULL;
+}
+
+/* Starts the thread for the queue's head, if any and none runs. */
+static void claims_next(struct gs_dra *d)
+{
+    if (d->claims.running || !d->claims.head)
+        return;
+    if (!d->claims.kube_open) { /* on the loop: libcurl's global start is not thread-safe */
+        gs_error err = {0};
+        if (gs_nodelabels_kube_open(d->c, &d->claims.kube, &err) == GS_OK)
+            d->claims.kube_open = 1;
+        else
+            snprintf(d->claims.kerr, sizeof d->claims.kerr, "%s", err.msg);
+    }
+    atomic_store(&d->claims.done, 0);
+    if (pthread_create(&d->claims.th, NULL, claims_main, d) != 0) {
+        /* No thread: read them here, as a handler outside a server does. */
+        struct job *j = d->claims.head;
+        fetch_claims(d->claims.kube_open ? &d->claims.kube : NULL, d->claims.kerr, j->m, j->f);
+        atomic_store(&d->claims.done, 1);
+        return;
+    }
+    d->claims.running = 1;
+}
+
+/* The head's claims were read: write, answer, go on with the next. */
+static void claims_step(struct gs_dra *d)
+{
+    if (!d->claims.head || !atomic_load(&d->claims.done))
+        return;
+    if (d->claims.running)
+        pthread_join(d->claims.th, NULL);
+    d->claims.running = 0;
+    struct job *j = d->claims.head;
+    d->claims.head = j->next;
+    if (j->call) {
+        struct gs_rpc_reply rep;
+        memset(&rep, 0, sizeof rep);
+        answer_prepare(d, j->m, j->v1, j->f, &rep);
+        gs_rpc_answer(j->call, &rep);
+    }
+    job_free(j);
+    claims_next(d);
+}
+
+static void prepare(struct gs_dra *d, const uint8_t *req, size_t len, struct gs_rpc_reply *out,
+                    int v1)
+{
+    PrepareReq *m = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__unpack(
+        NULL, len, req);
+    if (!m) {
+        gs_rpc_reply_error(out, GS_RPC_INVALID_ARGUMENT,
+                           "NodePrepareResources: the request is not a NodePrepareResourcesRequest "
+                           "(%zu bytes)",
+                           len);
+        return;
+    }
+    struct job *j = calloc(1, sizeof *j);
+    if (m->n_claims > MAX_CLAIMS || !j || !(j->f = calloc(m->n_claims + 1, sizeof *j->f))) {
+        if (m->n_claims > MAX_CLAIMS)
+            gs_rpc_reply_error(out, GS_RPC_INVALID_ARGUMENT,
+                               "NodePrepareResources: %zu claims in one call; at most %d",
+                               m->n_claims, MAX_CLAIMS);
+        else
+            gs_rpc_reply_error(out, GS_RPC_RESOURCE_EXHAUSTED,
+                               "NodePrepareResources: agent out of memory");
+        if (j)
+            free(j->f);
+        free(j);
+        k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(m,
+                                                                                            NULL);
+        return;
+    }
+    j->m = m;
+    j->v1 = v1;
+    j->call = gs_rpc_defer(out);
+    if (!j->call) { /* outside a server (tests, fuzzing): read the claims here */
+        gs_error err = {0};
+        int ok = kube_ready(d, &err) == GS_OK;
+        fetch_claims(ok ? &d->kube : NULL, err.msg, m, j->f);
+        answer_prepare(d, m, v1, j->f, out);
+        job_free(j);
+        return;
+    }
+    struct job **tail = &d->claims.head;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = j;
+    claims_next(d);
 }
 
 static void unprepare(struct gs_dra *d, const uint8_t *req, size_t len, struct gs_rpc_reply *out)
@@ -1137,6 +1289,7 @@ void gs_dra_health_changed(struct gs_dra *d)
 
 void gs_dra_step(struct gs_dra *d, uint64_t now)
 {
+    claims_step(d);
     if (d->pub.running && atomic_load(&d->pub.done)) {
         pthread_join(d->pub.th, NULL);
         d->pub.running = 0;
@@ -1175,6 +1328,8 @@ void gs_dra_step(struct gs_dra *d, uint64_t now)
 
 uint64_t gs_dra_next(const struct gs_dra *d)
 {
+    if (d->claims.head && !d->claims.running) /* read on the loop, or ended: answer now */
+        return 0;
     if (d->pub.running) /* its end wakes the loop */
         return UINT64_MAX;
     return d->need_publish ? d->publish_at : UINT64_MAX;
@@ -1198,8 +1353,27 @@ static int servers_start(struct gs_dra *d, gs_error *err)
     return rc;
 }
 
+/* Every deferred Prepare is answered (the kubelet retries) before the servers
+ * stop: a server waits for its calls. The head's thread may still run; its
+ * job, answered, is freed when it ends. */
+static void claims_refuse_all(struct gs_dra *d, const char *why)
+{
+    struct job **pp = &d->claims.head;
+    while (*pp) {
+        struct job *j = *pp;
+        job_refuse(j, why);
+        if (j == d->claims.head && d->claims.running) {
+            pp = &j->next;
+            continue;
+        }
+        *pp = j->next;
+        job_free(j);
+    }
+}
+
 static void servers_stop(struct gs_dra *d)
 {
+    claims_refuse_all(d, "the DRA servers are stopping or serving again");
     if (d->reg_srv)
         gs_rpc_server_stop(d->rpc, d->reg_srv);
     if (d->dra_srv)
@@ -1230,20 +1404,32 @@ int gs_dra_start(struct gs_dra *d, struct gs_rpc *rpc, gs_error *err)
 int gs_dra_stop(struct gs_dra *d)
 {
     servers_stop(d);
-    for (int i = 0; d->pub.running && !atomic_load(&d->pub.done) && i < STOP_WAIT_MS / 10; i++) {
+    for (int i = 0; i < STOP_WAIT_MS / 10 && ((d->pub.running && !atomic_load(&d->pub.done)) ||
+                                              (d->claims.running && !atomic_load(&d->claims.done)));
+         i++) {
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    int busy = 0;
     if (d->pub.running && !atomic_load(&d->pub.done)) {
         GS_LOGW("the ResourceSlice update has not returned within %d ms of SIGTERM; exiting "
                 "without waiting for it",
                 STOP_WAIT_MS);
-        return 1;
+        busy = 1;
     }
+    if (d->claims.running && !atomic_load(&d->claims.done)) {
+        GS_LOGW("reading claims from the API server has not returned within %d ms of SIGTERM; "
+                "exiting without waiting for it",
+                STOP_WAIT_MS);
+        busy = 1;
+    }
+    if (busy)
+        return 1;
     if (d->pub.running) {
         pthread_join(d->pub.th, NULL);
         d->pub.running = 0;
     }
+    claims_step(d); /* the head, answered already: freed */
     return 0;
 }
 
@@ -1293,6 +1479,12 @@ void gs_dra_destroy(struct gs_dra *d)
         return;
     if (d->pub.running)
         pthread_join(d->pub.th, NULL);
+    if (d->claims.running)
+        pthread_join(d->claims.th, NULL);
+    d->claims.running = 0;
+    claims_refuse_all(d, "the agent is stopping");
+    if (d->claims.kube_open)
+        gs_kube_close(&d->claims.kube);
     cJSON_Delete(d->pub.obj);
     if (d->pub.kube_open)
         gs_kube_close(&d->pub.kube);

@@ -352,8 +352,13 @@ static void on_recv(struct rpc_call *c, int ok)
     } else {
         struct gs_rpc_reply rep;
         memset(&rep, 0, sizeof rep);
+        rep.call_ = c;
         c->method->unary(c->srv->ud, data ? data : (const uint8_t *)"", len, &rep);
         free(data);
+        if (rep.deferred_) {
+            call_unref(c); /* gs_rpc_defer holds its own reference */
+            return;
+        }
         if (rep.status != GS_RPC_OK) {
             free(rep.data);
             rep.data = NULL;
@@ -658,6 +663,28 @@ int gs_rpc_call_unary(const char *socket_path, const char *method, const uint8_t
 }
 
 /* ---- replies ---------------------------------------------------------------- */
+
+struct gs_rpc_pending *gs_rpc_defer(struct gs_rpc_reply *out)
+{
+    struct rpc_call *c = out->call_;
+    if (!c)
+        return NULL;
+    c->refs++;
+    out->deferred_ = 1;
+    return (struct gs_rpc_pending *)c;
+}
+
+void gs_rpc_answer(struct gs_rpc_pending *p, struct gs_rpc_reply *rep)
+{
+    struct rpc_call *c = (struct rpc_call *)p;
+    if (rep->status != GS_RPC_OK) {
+        free(rep->data);
+        rep->data = NULL;
+    }
+    send_reply(c, rep->status, rep->msg, rep->data, rep->len);
+    rep->data = NULL;
+    call_unref(c);
+}
 
 void gs_rpc_reply_error(struct gs_rpc_reply *out, int status, const char *fmt, ...)
 {

@@ -7,7 +7,8 @@
  * when a call is accepted (so pending sends fail when the kubelet goes), one reference per tag on
  * each call's state, grpc_init() on both sides. Everything the device plugin needs fits in four
  * shapes: a server on a unix socket, unary handlers, one server-streaming method whose sends are
- * coalesced, and a blocking client unary call. Nothing outside rpc.c includes a gRPC header.
+ * coalesced, and a blocking client unary call; the DRA driver adds a fifth, a unary call answered
+ * later (gs_rpc_defer, gs_rpc_answer). Nothing outside rpc.c includes a gRPC header.
  *
  * Threading: one thread (the agent's loop) calls gs_rpc_poll; handlers run on
  * it, and gs_rpc_stream_send / gs_rpc_server_* must be called on it too.
@@ -48,6 +49,8 @@ struct gs_rpc_reply {
     size_t len;
     int status;
     char msg[512];
+    void *call_;   /* rpc.c's: the call being answered (NULL outside a server) */
+    int deferred_; /* rpc.c's: gs_rpc_defer was called */
 };
 
 /* A handler's answers: a protobuf-c message packed into out, or a status
@@ -56,6 +59,17 @@ struct ProtobufCMessage;
 void gs_rpc_reply_message(struct gs_rpc_reply *out, const struct ProtobufCMessage *m);
 void gs_rpc_reply_error(struct gs_rpc_reply *out, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* A unary call answered later: a handler whose answer needs something slow
+ * (the API server) calls gs_rpc_defer and returns without a reply; the call
+ * stays open until gs_rpc_answer, on the loop thread. NULL where the call
+ * cannot wait (a handler called outside a server, for tests): answer now.
+ * Every deferred call must be answered before its server is stopped. */
+struct gs_rpc_pending;
+struct gs_rpc_pending *gs_rpc_defer(struct gs_rpc_reply *out);
+/* Sends the answer (rep->data is taken) and lets the call go; a call the peer
+ * gave up on meanwhile just ends. */
+void gs_rpc_answer(struct gs_rpc_pending *p, struct gs_rpc_reply *rep);
 
 typedef void (*gs_rpc_unary_fn)(void *ud, const uint8_t *req, size_t len, struct gs_rpc_reply *out);
 /* A streaming call arrived (its request was read): the handler keeps s and

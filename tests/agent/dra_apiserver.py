@@ -11,7 +11,8 @@ written to --slices FILE after each write, for the test to read.
 
 S.json as fake_apiserver.py's, plus "resourceclaims": [...] and "hold_slice_writes": a file
 path: each ResourceSlice write is recorded, then held until that file exists (a slow
-API server), up to 60 s.
+API server), up to 60 s; "hold_claim_reads" likewise holds each ResourceClaim GET (recorded
+first) until its file exists.
 Prints "PORT <n>" on stdout once it listens on 127.0.0.1."""
 import argparse
 import json
@@ -59,6 +60,11 @@ class Handler(fa.Handler):
         if not self.authorized():
             return
         cfg = self.server.cfg
+        hold = cfg["scenario"].get("hold_claim_reads") if c else None
+        for _ in range(1200):
+            if not hold or os.path.exists(hold):
+                break
+            time.sleep(0.05)
         with cfg["lock"]:
             if c:
                 for cl in cfg["scenario"].get("resourceclaims", []):

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -206,10 +207,11 @@ def nvml_slice(tap, api, tmp, env, reg_pb, v1_pb):
     d = os.path.join(tmp, "nvml")
     for sub in ("registry", "plugins"):
         os.makedirs(os.path.join(d, sub))
-    release = os.path.join(d, "release")
+    release, release_claims = os.path.join(d, "release"), os.path.join(d, "release-claims")
     uid = "0a200000-0000-4000-8000-000000000001"
-    api2 = DraApi({"nodes": [dt.k8s_node("gpu-2", {})], "hold_slice_writes": release, "resourceclaims": [
-        claim("on-gpu-2", uid, [dict(result("gpu-1", "8Gi", "50"), pool="gpu-2")])]})
+    api2 = DraApi({"nodes": [dt.k8s_node("gpu-2", {})], "hold_slice_writes": release,
+                   "hold_claim_reads": release_claims, "resourceclaims": [
+                       claim("on-gpu-2", uid, [dict(result("gpu-1", "8Gi", "50"), pool="gpu-2")])]})
     nenv = dict(env, GS_FAKE_NVML_GPUS="2", GS_FAKE_NVML_MEM="141Gi", GS_FAKE_NVML_NAME="NVIDIA H200")
     agent = fk.Agent(d, "agent-nvml", [
         "--dra", "on", "--backend", "nvml", "--nvml-library", lib, "--plugins-registry-dir",
@@ -221,16 +223,34 @@ def nvml_slice(tap, api, tmp, env, reg_pb, v1_pb):
         # A slow API server: the ResourceSlice write is held while the kubelet's calls come.
         held = fk.wait_for(lambda: any(r.startswith("SLICE-POST") for r in api2.requests()))
         reg_sock = os.path.join(d, "registry", DRIVER + "-reg.sock")
+        sock = os.path.join(d, "plugins", DRIVER, "dra.sock")
         info = fk.unary(REG, reg_sock, "GetInfo", reg_pb.InfoRequest(), reg_pb.PluginInfo)
-        r = fk.unary(V1, os.path.join(d, "plugins", DRIVER, "dra.sock"), "NodePrepareResources",
-                     v1_pb.NodePrepareResourcesRequest(claims=[v1_pb.Claim(namespace="serving", uid=uid,
-                                                                           name="on-gpu-2")]),
-                     v1_pb.NodePrepareResourcesResponse)
-        tap.ok(held and info.name == DRIVER and not r.claims[uid].error and r.claims[uid].devices and
-               not api2.slices(),
-               "while the API server holds the ResourceSlice write, GetInfo and NodePrepareResources "
-               "are answered (the write is on a thread of its own)", (r, agent.tail()))
+        tap.ok(held and info.name == DRIVER and not api2.slices(),
+               "while the API server holds the ResourceSlice write, GetInfo is answered (the write is "
+               "on a thread of its own)", agent.tail())
         open(release, "w").close()
+        # The claim's GET held too: Prepare waits for it, the kubelet's other calls do not.
+        result_box = []
+        t = threading.Thread(target=lambda: result_box.append(fk.unary(
+            V1, sock, "NodePrepareResources", v1_pb.NodePrepareResourcesRequest(claims=[
+                v1_pb.Claim(namespace="serving", uid=uid, name="on-gpu-2")]),
+            v1_pb.NodePrepareResourcesResponse, timeout=60)))
+        t.start()
+        reading = fk.wait_for(lambda: any("/resourceclaims/on-gpu-2" in r for r in api2.requests()))
+        info = fk.unary(REG, reg_sock, "GetInfo", reg_pb.InfoRequest(), reg_pb.PluginInfo)
+        u = fk.unary(V1, sock, "NodeUnprepareResources", v1_pb.NodeUnprepareResourcesRequest(claims=[
+            v1_pb.Claim(namespace="serving", uid="0a200000-0000-4000-8000-0000000000ff", name="x")]),
+            v1_pb.NodeUnprepareResourcesResponse)
+        tap.ok(reading and not result_box and info.name == DRIVER and
+               not u.claims["0a200000-0000-4000-8000-0000000000ff"].error,
+               "while the API server holds a claim's GET, Prepare waits and GetInfo and "
+               "NodeUnprepareResources are answered (claims are read off the loop)", agent.tail())
+        open(release_claims, "w").close()
+        t.join(60)
+        r = result_box[0] if result_box else None
+        tap.ok(r is not None and not r.claims[uid].error and r.claims[uid].devices[0].device_name == "gpu-1" and
+               os.path.exists(os.path.join(d, "state", "dra-%s-0" % uid, "alloc")),
+               "once the claim is read, Prepare writes its slice and answers", (r, agent.tail()))
         sl = fk.wait_for(lambda: api2.slices().get("gpu-2-" + DRIVER))
         devs = {x["name"]: x for x in (sl or {}).get("spec", {}).get("devices", [])}
         at = devs.get("gpu-1", {}).get("attributes", {})
@@ -243,16 +263,38 @@ def nvml_slice(tap, api, tmp, env, reg_pb, v1_pb):
         agent.stop()
         api2.close()
     # SIGTERM while the API server still holds the write: the agent leaves at once.
-    api3 = DraApi({"nodes": [], "hold_slice_writes": os.path.join(d, "never")})
+    uid3 = "0a300000-0000-4000-8000-000000000001"
+    api3 = DraApi({"nodes": [], "hold_slice_writes": os.path.join(d, "never"),
+                   "hold_claim_reads": os.path.join(d, "never"), "resourceclaims": [
+                       claim("on-gpu-3", uid3, [dict(result("gpu-0", "1Gi", "10"), pool="gpu-3")])]})
     agent3 = fk.Agent(d, "agent-held", agent.args[:agent.args.index("--kubeconfig")] + [
         "--kubeconfig", api3.kubeconfig(), "--node-name", "gpu-3", "--pod-resources-socket", "",
         "--node-labels", "off"], env=nenv).start()
     try:
         held = fk.wait_for(lambda: any(r.startswith("SLICE-POST") for r in api3.requests()))
+        box = []
+
+        def call():
+            try:
+                box.append(fk.unary(V1, os.path.join(d, "plugins", DRIVER, "dra.sock"), "NodePrepareResources",
+                                    v1_pb.NodePrepareResourcesRequest(claims=[v1_pb.Claim(
+                                        namespace="serving", uid=uid3, name="on-gpu-3")]),
+                                    v1_pb.NodePrepareResourcesResponse, timeout=60))
+            except grpc.RpcError as e:
+                box.append((e.code(), e.details()))
+        t = threading.Thread(target=call)
+        t.start()
+        reading = fk.wait_for(lambda: any("/resourceclaims/on-gpu-3" in r for r in api3.requests()))
         rc = agent3.stop(timeout=20)
+        t.join(30)
         tap.ok(held and rc == 0 and "the ResourceSlice update has not returned within 300 ms of SIGTERM"
                in agent3.tail(), "SIGTERM with a ResourceSlice write in flight: the agent exits 0 without "
                "waiting for it, and says so", agent3.tail())
+        tap.ok(reading and box and box[0][0] == grpc.StatusCode.UNAVAILABLE and "the kubelet retries" in box[0][1]
+               and "reading claims from the API server has not returned" in agent3.tail() and
+               not os.path.exists(os.path.join(d, "state", "dra-%s-0" % uid3)),
+               "SIGTERM while a Prepare waits for its claim: the call is answered UNAVAILABLE (the kubelet "
+               "retries), nothing is written", (box, agent3.tail()))
     finally:
         api3.close()
 
