@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "contract/contract.h"
 #include "node/mps.h"
@@ -203,6 +204,12 @@ int gs_mpsd_step(struct gs_mpsd *m, uint64_t now)
         return 0;
     if (m->state == M_STARTING)
         return follow_start(m, now);
+    /* The agent as a container's pid 1 (no hostPID) inherits the daemon's
+     * orphans: the launcher's own child, the daemon once it died. No start in
+     * flight, so no child of ours is waited for elsewhere. */
+    if (getpid() == 1)
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
     int changed = 0;
     pid_t pid;
     char why[128];
@@ -211,7 +218,7 @@ int gs_mpsd_step(struct gs_mpsd *m, uint64_t now)
             GS_LOGI("the MPS control daemon at %s answers again (pid %d)", m->pipe_dir, (int)pid);
             m->warned = 0;
             changed = 1;
-        } else if (m->started && pid != m->pid) {
+        } else if (m->started && pid && m->pid && pid != m->pid) {
             /* Ours died and someone else's took its place between two checks. */
             GS_LOGW("the MPS control daemon at %s is now pid %d, not the one the agent started "
                     "(%d): the agent leaves it alone",
@@ -219,9 +226,9 @@ int gs_mpsd_step(struct gs_mpsd *m, uint64_t now)
             m->started = 0;
             changed = 1;
         }
-        changed |= pid != m->pid;
+        changed |= pid && pid != m->pid;
         m->state = M_RUNNING;
-        m->pid = pid;
+        m->pid = pid ? pid : m->pid;
         m->next = now + m->check_ms;
         return changed;
     }

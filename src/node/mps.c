@@ -46,22 +46,43 @@ int gs_mps_daemon_answers(const char *prefix, const char *pipe_dir, pid_t *pid, 
                  sizeof sa.sun_path - 1);
         return 0;
     }
-    /* Non-blocking: a daemon whose backlog is full still answers (EAGAIN). */
+    /* NVIDIA's daemon listens on a SOCK_SEQPACKET socket. A stream socket's
+     * connect to it fails with EPROTOTYPE, which the kernel answers only while
+     * a socket is bound there: a file a dead daemon left gives ECONNREFUSED.
+     * So the daemon is asked nothing and accepts no connection (it logs each
+     * connection it accepts that sends no command as "Unable to accept
+     * connection" in control.log: every check would add a line). Measured with
+     * CUDA 13's control binary on the H200. Non-blocking: a stream listener
+     * whose backlog is full still answers (EAGAIN). */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         snprintf(why, why_len, "socket: %s", strerror(errno));
         return 0;
     }
-    int up = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-    /* EPROTOTYPE: someone listens, with another socket type than ours. */
-    int e = errno;
-    if (!up && (e == EAGAIN || e == EINPROGRESS || e == EPROTOTYPE))
-        up = 1;
-    if (up && pid) {
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    int e = rc == 0 ? 0 : errno;
+    int up = rc == 0 || e == EAGAIN || e == EINPROGRESS || e == EPROTOTYPE;
+    if (up && pid && rc == 0) { /* a stream listener: the kernel names it */
         struct ucred uc;
         socklen_t ul = sizeof uc;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0)
             *pid = uc.pid;
+    }
+    close(fd);
+    if (up && pid && !*pid) { /* NVIDIA's daemon writes its pid beside the socket */
+        char path[PATH_MAX], buf[32];
+        snprintf(path, sizeof path, "%s%s/" GS_MPS_PID_FILE, prefix ? prefix : "", pipe_dir);
+        int pf = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        ssize_t k = pf >= 0 ? read(pf, buf, sizeof buf - 1) : -1;
+        if (pf >= 0)
+            close(pf);
+        if (k > 0) {
+            buf[k] = '\0';
+            char *end;
+            long v = strtol(buf, &end, 10);
+            if (end != buf && v > 0 && v <= INT_MAX && (*end == '\0' || *end == '\n'))
+                *pid = (pid_t)v;
+        }
     }
     if (!up)
         snprintf(why, why_len, "%s",
@@ -71,7 +92,6 @@ int gs_mps_daemon_answers(const char *prefix, const char *pipe_dir, pid_t *pid, 
                                    : strerror(e));
     else
         why[0] = '\0';
-    close(fd);
     return up;
 }
 

@@ -19,18 +19,21 @@
 /* NVIDIA's control program: `-d` starts the daemon, without arguments it is the
  * client that sends the commands on its stdin to the daemon. */
 #define GS_MPS_CONTROL_PROGRAM "nvidia-cuda-mps-control"
-/* The daemon's socket in its pipe directory. */
+/* The daemon's socket in its pipe directory, and the file it writes its pid to
+ * there (removed when it quits; left when it is killed). */
 #define GS_MPS_CONTROL_SOCKET "control"
+#define GS_MPS_PID_FILE "nvidia-cuda-mps-control.pid"
 
 /* Does an MPS control daemon listen in pipe_dir (looked up under prefix, "" for
  * none)? Writes the path of its control socket to ctl either way. */
 int gs_mps_daemon_present(const char *prefix, const char *pipe_dir, char *ctl, size_t len);
 
-/* Does a process accept connections on the control socket in pipe_dir (under
- * prefix)? A socket file left by a daemon that died does not. Returns 1 or 0;
- * *pid (when not NULL) gets the listening process's pid where the kernel tells
- * it (SO_PEERCRED; 0 for a process outside our pid namespace or unknown), and
- * why (when not NULL) the reason it does not answer. */
+/* Is a daemon bound to the control socket in pipe_dir (under prefix)? A socket
+ * file left by a daemon that died is not. Nothing reaches the daemon (mps.c
+ * says how). Returns 1 or 0; *pid (when not NULL) gets the daemon's pid: from
+ * its pid file beside the socket, or the kernel's word for a stream listener
+ * (SO_PEERCRED); 0 when not known. why (when not NULL) gets the reason it does
+ * not answer. */
 int gs_mps_daemon_answers(const char *prefix, const char *pipe_dir, pid_t *pid, char *why,
                           size_t why_len);
 

@@ -5,17 +5,19 @@ driver (CI). Only the part the agent uses:
   fake_mps_control.py -d   start the control daemon: it forks away, takes the
                            lock in $CUDA_MPS_PIPE_DIRECTORY (one daemon per
                            folder, as NVIDIA's), listens on its `control` socket
-                           there, writes control.log in $CUDA_MPS_LOG_DIRECTORY,
-                           and the launcher exits 0 once the socket is up.
+                           there (SOCK_SEQPACKET, as NVIDIA's), writes its pid to
+                           nvidia-cuda-mps-control.pid beside it and control.log
+                           in $CUDA_MPS_LOG_DIRECTORY, and the launcher exits 0
+                           once the socket is up.
   fake_mps_control.py      the client: sends each line of stdin to the daemon
                            and prints its answers; exit 1 when none answers.
 
 Commands: get_server_list, get_default_active_thread_percentage,
-set_default_active_thread_percentage N, quit (answers, removes its socket,
-exits). Both folders must exist (the agent creates them). The daemon also
-writes its pid to fake.pid in the pipe folder, for the tests; a file named by
+set_default_active_thread_percentage N, quit (answers, removes its pid file,
+exits). Both folders must exist (the agent creates them). A file named by
 $FAKE_MPS_FAIL_IF, when it exists, makes `-d` fail (a daemon that cannot
-start). Killed (SIGKILL), it leaves its socket behind, as a real one would."""
+start). Killed (SIGKILL), it leaves its socket and pid file behind, and after
+quit its socket, as NVIDIA's does (seen with CUDA 13's on the H200)."""
 import fcntl
 import os
 import socket
@@ -25,6 +27,7 @@ import time
 PIPE = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps")
 LOG = os.environ.get("CUDA_MPS_LOG_DIRECTORY", "/var/log/nvidia-mps")
 CONTROL = os.path.join(PIPE, "control")
+PIDFILE = os.path.join(PIPE, "nvidia-cuda-mps-control.pid")
 
 
 def log(line):
@@ -33,7 +36,7 @@ def log(line):
 
 
 def ask(line):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(5)
     s.connect(CONTROL)
     s.sendall(line.encode() + b"\n")
@@ -90,7 +93,7 @@ def serve(srv):
         elif words[0] == "quit":
             conn.sendall(b"\n")
             conn.close()
-            os.unlink(CONTROL)
+            os.unlink(PIDFILE)  # the socket file stays, as NVIDIA's does
             log("quit: exiting")
             return
         else:
@@ -129,10 +132,10 @@ def daemon():
     try:
         if os.path.exists(CONTROL):
             os.unlink(CONTROL)  # a dead daemon's: the lock says none runs
-        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         srv.bind(CONTROL)
         srv.listen(16)
-        with open(os.path.join(PIPE, "fake.pid"), "w") as f:
+        with open(PIDFILE, "w") as f:
             f.write("%d\n" % os.getpid())
         log("Starting control daemon (pid %d)" % os.getpid())
     except OSError as e:

@@ -43,7 +43,7 @@ def read_kv(path):
 
 
 def answers(pipe):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         s.connect(os.path.join(pipe, "control"))
         return True
@@ -64,7 +64,7 @@ def alive(pid):
 
 def fake_pid(pipe):
     try:
-        with open(os.path.join(pipe, "fake.pid")) as f:
+        with open(os.path.join(pipe, "nvidia-cuda-mps-control.pid")) as f:
             return int(f.read())
     except (OSError, ValueError):
         return 0
