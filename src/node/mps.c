@@ -258,6 +258,10 @@ static int spawn(const struct gs_mps_run *r, const char *arg, int in_fd, int out
         int out = out_fd >= 0 ? out_fd : 2;
         if ((in >= 0 && dup2(in, 0) < 0) || dup2(out, 1) < 0)
             _exit(126);
+        /* The agent ignores SIGPIPE, and an ignored signal stays ignored
+         * across exec: NVIDIA's program gets the defaults. */
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigaction(SIGPIPE, &dfl, NULL);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -299,21 +303,21 @@ int gs_mps_control_command(const struct gs_mps_run *r, const char *cmd, int time
         close(in[1]);
         return gs_error_set(err, GS_EIO, "pipe: %s", strerror(errno));
     }
-    pid_t pid;
-    int rc = spawn(r, NULL, in[0], res[1], &pid, err);
-    close(in[0]);
-    close(res[1]);
-    if (rc < 0) {
-        close(in[1]);
-        close(res[0]);
-        return rc;
-    }
-    /* One short line: the pipe holds it, the write does not block. */
+    /* The line first, while the read end is ours: one short line, the pipe
+     * holds it, and a client that is gone already cannot raise SIGPIPE. */
     char line[256];
     int n = snprintf(line, sizeof line, "%s\n", cmd);
     ssize_t w = write(in[1], line, n > 0 && (size_t)n < sizeof line ? (size_t)n : 0);
     (void)w;
     close(in[1]);
+    pid_t pid;
+    int rc = spawn(r, NULL, in[0], res[1], &pid, err);
+    close(in[0]);
+    close(res[1]);
+    if (rc < 0) {
+        close(res[0]);
+        return rc;
+    }
     size_t got = 0;
     long long until = ms_now() + timeout_ms;
     int eof = 0;
