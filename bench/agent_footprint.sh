@@ -2,8 +2,11 @@
 # Measures the agent's footprint: resident memory and idle CPU with one
 # simulated GPU and 20 slices allocated, plus Allocate latency, against the
 # Python kubelet of tests/agent. Prints one line per figure (docs/benchmarks.md).
-# Needs the full build (make) and Python's grpcio; no GPU.
-#   bench/agent_footprint.sh [BUILD_DIR] [IDLE_SECONDS]     (defaults: build, 30)
+# Needs the full build (make) and Python's grpcio; no GPU. With NODEPEER set to
+# bench/nodepeer's binary (bench/nodepeer/build.sh), also Allocate's latency
+# from a grpc-go client, as the kubelet's: Python's client adds about 1 ms.
+#   [NODEPEER=build/nodepeer] bench/agent_footprint.sh [BUILD_DIR] [IDLE_SECONDS]
+#   (defaults: build, 30)
 set -eu
 case "${1:-}" in -h|--help) sed -n '2,6p' "$0" | cut -c3-; exit 0 ;; esac
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,4 +80,28 @@ finally:
     agent.terminate(); agent.wait(timeout=10)
     kub.stop()
     shutil.rmtree(tmp, ignore_errors=True)
+
+peer = os.environ.get("NODEPEER")
+if peer:
+    # The same 40 Allocate calls from grpc-go, against a fresh agent.
+    tmp = tempfile.mkdtemp(prefix="gsb", dir="/tmp")
+    kdir = os.path.join(tmp, "dp"); os.makedirs(kdir)
+    lib = os.path.join(tmp, "lib.so"); open(lib, "w").close()
+    spec = ";".join("c%d:gpuslice.io/gpu-memory=1,gpuslice.io/gpu-compute=4" % i for i in range(20))
+    p = subprocess.Popen([peer, "-dir", kdir, "-want", "3", "-containers", spec,
+                          "-out", os.path.join(tmp, "out.json")],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(0.3)  # its kubelet.sock first, as a kubelet's
+    agent = subprocess.Popen([os.path.join(fk.BUILD, "gpuslice"), "agent", "--backend", "simulated",
+                              "--kubelet-dir", kdir, "--state-root", os.path.join(tmp, "state"),
+                              "--interposer-path", lib, "--reclaim-interval", "0",
+                              "--log-level", "warn"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out = p.communicate(timeout=60)[0]
+        line = [x for x in out.splitlines() if "Allocate p50" in x]
+        print("allocate_ms_go: " + (line[0].split("Allocate ", 1)[1] if line else "FAILED: " + out[-300:]))
+    finally:
+        agent.terminate(); agent.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)
 PY
