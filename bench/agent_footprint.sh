@@ -98,10 +98,18 @@ if peer:
                               "--log-level", "warn"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        out = p.communicate(timeout=60)[0]
-        line = [x for x in out.splitlines() if "Allocate p50" in x]
-        print("allocate_ms_go: " + (line[0].split("Allocate ", 1)[1] if line else "FAILED: " + out[-300:]))
+        # nodepeer keeps serving (as a kubelet would) until it is stopped: read
+        # until its figures, then stop it.
+        seen, line = [], None
+        for x in p.stdout:
+            seen.append(x)
+            if "Allocate p50" in x:
+                line = x.strip()
+                break
+        print("allocate_ms_go: " + (line.split("Allocate ", 1)[1] if line else
+                                    "FAILED: " + "".join(seen)[-300:]))
     finally:
+        p.terminate(); p.wait(timeout=10)
         agent.terminate(); agent.wait(timeout=10)
         shutil.rmtree(tmp, ignore_errors=True)
 PY
