@@ -262,9 +262,8 @@ static void check_mps(struct gs_doctor *d, size_t n, const struct gs_nodefile *n
         return; /* tenant.mps-daemon-down says it all */
     if (!n)
         return;
-    char ctl[PATH_MAX];
-    struct stat st;
-    if (gs_mps_daemon_present("", d->mps_pipe_dir, ctl, sizeof ctl)) {
+    char why[128];
+    if (gs_mps_daemon_answers("", d->mps_pipe_dir, NULL, why, sizeof why)) {
         gs_report_add(d->rep, GS_SEV_OK, "tenant.mps",
                       "%zu slice(s) run as MPS clients; the MPS daemon's control socket is at "
                       "%s/control",
@@ -276,8 +275,7 @@ static void check_mps(struct gs_doctor *d, size_t n, const struct gs_nodefile *n
         "%zu slice(s) are set to run as MPS clients, but no MPS daemon listens at %s: they "
         "time-slice and their MPS priority and thread limits do nothing",
         n, shown);
-    gs_finding_evidence(f, "%s/control: %s", shown,
-                        stat(ctl, &st) == 0 ? "not a socket" : strerror(errno));
+    gs_finding_evidence(f, "%s/" GS_MPS_CONTROL_SOCKET ": %s", shown, why);
     gs_finding_fix(f,
                    "Start the daemon on the host with the agent's mps_pipe_dir: "
                    "`CUDA_MPS_PIPE_DIRECTORY=%s nvidia-cuda-mps-control -d` (its pipe directory "

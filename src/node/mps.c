@@ -23,9 +23,8 @@ extern char **environ;
 
 int gs_mps_daemon_present(const char *prefix, const char *pipe_dir, char *ctl, size_t len)
 {
-    struct stat st;
     int n = snprintf(ctl, len, "%s%s/" GS_MPS_CONTROL_SOCKET, prefix ? prefix : "", pipe_dir);
-    return n >= 0 && (size_t)n < len && stat(ctl, &st) == 0 && S_ISSOCK(st.st_mode);
+    return n >= 0 && (size_t)n < len && gs_mps_daemon_answers(prefix, pipe_dir, NULL, NULL, 0);
 }
 
 int gs_mps_daemon_answers(const char *prefix, const char *pipe_dir, pid_t *pid, char *why,

@@ -25,7 +25,8 @@
 #define GS_MPS_PID_FILE "nvidia-cuda-mps-control.pid"
 
 /* Does an MPS control daemon listen in pipe_dir (looked up under prefix, "" for
- * none)? Writes the path of its control socket to ctl either way. */
+ * none)? gs_mps_daemon_answers: a socket file a dead daemon left is not one.
+ * Writes the path of its control socket to ctl either way. */
 int gs_mps_daemon_present(const char *prefix, const char *pipe_dir, char *ctl, size_t len);
 
 /* Is a daemon bound to the control socket in pipe_dir (under prefix)? A socket

@@ -152,10 +152,14 @@ static void test_answers(void **state)
     int fd = listener(SOCK_STREAM, "/run/mps/" GS_MPS_CONTROL_SOCKET);
     assert_int_equal(gs_mps_daemon_answers(root, "/run/mps", &pid, why, sizeof why), 1);
     assert_int_equal(pid, getpid());
+    char ctl[512];
+    assert_int_equal(gs_mps_daemon_present(root, "/run/mps", ctl, sizeof ctl), 1);
     close(fd);
-    /* Its socket file, left behind: nobody listens. */
+    /* Its socket file, left behind: nobody listens (what `gpuslice run` checks too). */
     assert_int_equal(gs_mps_daemon_answers(root, "/run/mps", &pid, why, sizeof why), 0);
     assert_non_null(strstr(why, "nobody listens"));
+    assert_int_equal(gs_mps_daemon_present(root, "/run/mps", ctl, sizeof ctl), 0);
+    assert_non_null(strstr(ctl, "/run/mps/" GS_MPS_CONTROL_SOCKET));
     /* NVIDIA's: SOCK_SEQPACKET, its pid in its pid file. */
     char p[512];
     snprintf(p, sizeof p, "%s/run/mps/" GS_MPS_CONTROL_SOCKET, root);

@@ -770,6 +770,12 @@ def test_tenants():
     os.makedirs(other)
     expect_finding("--mps-pipe-dir points the check elsewhere", n, "tenant.mps-no-daemon",
                    args=("--skip-cluster", "--mps-pipe-dir", other))
+    n.socks.remove(ctl)
+    ctl.close()  # the socket file stays, as a killed daemon leaves it
+    r = expect_finding("MPS slices and a dead daemon's socket file: no daemon", n, "tenant.mps-no-daemon",
+                       args=("--skip-cluster",))
+    tap(r is not None and "nobody listens" in " ".join(find(r, "tenant.mps-no-daemon")[0]["evidence"]),
+        "... and the evidence says nobody listens on it", json.dumps(r)[-3000:] if r else "no report")
     n.close()
     n = Node("jetson-orin")
     n.slice("mps-j", 1 << 30, age_s=60, cuda_used=True, pid=os.getpid(), sharing="mps")
