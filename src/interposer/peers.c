@@ -95,6 +95,11 @@ static void scan(uint64_t now)
             strcmp(p->limits.device, gs_g.limits.device) != 0)
             continue; /* a tenant of another GPU: its windows are not ours */
         snprintf(path, sizeof path, "%s/%s/" GS_SLICE_LEDGER, peers.dir, e->d_name);
+        struct stat lst;
+        if (gs_g.ledger_shared && stat(path, &lst) == 0 &&
+            (uint64_t)lst.st_dev == gs_g.ledger_dev && (uint64_t)lst.st_ino == gs_g.ledger_ino)
+            continue; /* ourselves under another name: opening and closing our own
+                         ledger would drop our owner lock (POSIX locks, ledger.h) */
         /* Never mmap another tenant's ledger: it could truncate the file under
          * us and every access would then raise SIGBUS in our process. */
         p->fd = open(path, O_RDONLY | O_CLOEXEC);
