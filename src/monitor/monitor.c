@@ -20,6 +20,22 @@
 
 int gs_cmd_monitor(int argc, char **argv);
 
+static int said_over(const struct gs_monitor_audit *ar, const char *id)
+{
+    for (int i = 0; i < ar->nsaid_over; i++)
+        if (!strcmp(ar->said_over[i], id))
+            return 1;
+    return 0;
+}
+
+static int said_pid(const struct gs_monitor_audit *ar, int pid)
+{
+    for (int i = 0; i < ar->nsaid_pid; i++)
+        if (ar->said_pid[i] == pid)
+            return 1;
+    return 0;
+}
+
 const struct gs_audit *gs_monitor_audit(struct gs_monitor_audit *ar, const char *root,
                                         struct gs_view *v)
 {
@@ -31,6 +47,8 @@ const struct gs_audit *gs_monitor_audit(struct gs_monitor_audit *ar, const char 
     gs_audit_run(&ar->ctx, root, ar->proc, a);
     if (!a->available)
         return a;
+    char over_now[GS_MONITOR_AUDIT_SAID][GS_SLICE_ID_MAX + 1];
+    int nover = 0;
     for (int i = 0; i < a->nslice; i++) {
         const struct gs_audit_slice *s = &a->slice[i];
         for (int k = 0; k < v->n; k++)
@@ -38,28 +56,48 @@ const struct gs_audit *gs_monitor_audit(struct gs_monitor_audit *ar, const char 
                 v->rows[k].audit = s;
         if (!s->over)
             continue;
-        char b[32], c[32];
-        gs_quantity_format_bytes(s->bytes, b, sizeof b);
-        gs_quantity_format_bytes(s->allowed, c, sizeof c);
-        fprintf(stderr,
-                "gpuslice monitor: AUDIT: slice %s holds %s on the GPU (NVML, %d process(es)) "
-                "against %s allowed (its cap and one context each): the interposer was "
-                "bypassed%s\n",
-                s->id, b, s->nproc, c,
-                ar->mode == GS_MONITOR_AUDIT_KILL ? "; stopping its processes" : "");
+        if (nover < GS_MONITOR_AUDIT_SAID)
+            snprintf(over_now[nover++], sizeof over_now[0], "%s", s->id);
+        if (!said_over(ar, s->id)) {
+            char b[32], c[32];
+            gs_quantity_format_bytes(s->bytes, b, sizeof b);
+            gs_quantity_format_bytes(s->allowed, c, sizeof c);
+            fprintf(stderr,
+                    "gpuslice monitor: AUDIT: slice %s holds %s on the GPU (NVML, %d process(es)) "
+                    "against %s allowed (its cap and one context each): the interposer was "
+                    "bypassed%s\n",
+                    s->id, b, s->nproc, c,
+                    ar->mode == GS_MONITOR_AUDIT_KILL ? "; stopping its processes" : "");
+        }
         if (ar->mode == GS_MONITOR_AUDIT_KILL)
             for (int p = 0; p < s->nproc && p < GS_AUDIT_SLICE_PIDS; p++)
                 if (s->pids[p] > 1 && kill(s->pids[p], SIGKILL) != 0)
                     fprintf(stderr, "gpuslice monitor: AUDIT: cannot stop pid %d: %s\n",
                             (int)s->pids[p], strerror(errno));
     }
-    for (int i = 0; i < a->nunsliced && i < 64; i++) {
+    for (int i = 0; i < ar->nsaid_over; i++) {
+        int still = 0;
+        for (int k = 0; k < nover && !still; k++)
+            still = !strcmp(over_now[k], ar->said_over[i]);
+        if (!still)
+            fprintf(stderr, "gpuslice monitor: AUDIT: slice %s is within its cap again\n",
+                    ar->said_over[i]);
+    }
+    memcpy(ar->said_over, over_now, sizeof over_now[0] * (size_t)nover);
+    ar->nsaid_over = nover;
+    int pids[GS_MONITOR_AUDIT_SAID], npid = 0;
+    for (int i = 0; i < a->nunsliced && i < GS_MONITOR_AUDIT_SAID; i++) {
+        pids[npid++] = (int)a->unsliced[i].pid;
+        if (said_pid(ar, (int)a->unsliced[i].pid))
+            continue;
         char b[32];
         gs_quantity_format_bytes(a->unsliced[i].bytes, b, sizeof b);
         fprintf(stderr,
                 "gpuslice monitor: AUDIT: pid %d holds %s on GPU %d and belongs to no slice\n",
                 (int)a->unsliced[i].pid, b, a->unsliced[i].gpu);
     }
+    memcpy(ar->said_pid, pids, sizeof pids[0] * (size_t)npid);
+    ar->nsaid_pid = npid;
     return a;
 }
 

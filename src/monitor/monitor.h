@@ -3,6 +3,7 @@
 #ifndef GS_MONITOR_MONITOR_H
 #define GS_MONITOR_MONITOR_H
 
+#include "contract/slice.h"
 #include "monitor/view.h"
 #include "node/audit.h"
 
@@ -13,11 +14,18 @@ enum gs_monitor_audit_mode {
     GS_MONITOR_AUDIT_AUTO,
     GS_MONITOR_AUDIT_KILL
 };
+#define GS_MONITOR_AUDIT_SAID 64
 struct gs_monitor_audit {
     enum gs_monitor_audit_mode mode;
     const char *proc;
     struct gs_audit_ctx ctx;
     struct gs_audit *last; /* heap: about 200 KiB */
+    /* What the log has said, so each finding is said once, when it appears
+     * (and a slice's return under its cap once too), not at every pass. */
+    char said_over[GS_MONITOR_AUDIT_SAID][GS_SLICE_ID_MAX + 1];
+    int nsaid_over;
+    int said_pid[GS_MONITOR_AUDIT_SAID];
+    int nsaid_pid;
 };
 
 /* Runs the audit, ties its slices to the view's rows, says what is wrong on

@@ -103,12 +103,16 @@ def main():
         port = int(line.rsplit(":", 1)[1]) if "http://" in line else 0
         body = ""
         try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
-                body = r.read().decode()
+            for _ in range(3):  # three passes of the audit
+                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+                    body = r.read().decode()
         except OSError as e:
             body = repr(e)
         srv.send_signal(signal.SIGTERM)
+        log = srv.stderr.read()
         srv.wait(timeout=10)
+        t.ok(log.count("AUDIT: slice %s holds" % cap1) == 1 and log.count("belongs to no slice") == 1,
+             "the log says each finding once, not at every pass", log[-1500:])
         t.ok("gpuslice_audit_up 1" in body and 'gpuslice_slice_over_cap{slice="%s"' % cap1 in body and
              "gpuslice_unsliced_gpu_processes 1" in body,
              "/metrics carries the audit: up, over-cap per slice, unsliced processes", body[-1500:])
