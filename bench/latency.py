@@ -25,7 +25,7 @@ Variants (--configs, comma-separated):
   gs_guardNpM      gs_guardN with A's prime M microseconds ahead (--prime M)
   gs_bound         A --critical --prime off, B --compute 100 --yield bound
   gs_capN          gs_gate with the guard at its default and B under --compute N --hard-cap
-  mps_t100, mps_t50          plain NVIDIA MPS, B at all threads / 50 % active threads
+  mps_t100, mps_t50, mps_t30 plain NVIDIA MPS, B at all threads / 50 % / 30 % active threads
   gs_mps_t100, gs_mps_t70, gs_mps_t50   gpuslice on MPS (--sharing mps): A critical, B
                    best-effort (yield bound, below-normal client priority), B's threads
   gs_mps_gate, gs_mps_gate_t70          the same with yield gate
@@ -98,6 +98,7 @@ CONFIGS = {
     "gs_bound": (["--critical", "--prime", "off"], ["--compute", "100", "--yield", "bound"], False, {}),
     "mps_t100": (None, None, True, {}),
     "mps_t50": (None, None, True, {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50"}),
+    "mps_t30": (None, None, True, {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "30"}),
     "gs_mps_t100": (["--critical", "--sharing", "mps"], ["--compute", "100", "--sharing", "mps"], True, {}),
     "gs_mps_t70": (["--critical", "--sharing", "mps"],
                    ["--compute", "100", "--sharing", "mps", "--mps-threads", "70"], True, {}),
