@@ -11,7 +11,7 @@ SRC = os.environ.get("GS_SRC_DIR", os.path.dirname(os.path.dirname(os.path.dirna
 DEPLOY = os.path.join(SRC, "deploy")
 # Every kustomization an operator applies; deploy/base and deploy/runtimeclass
 # only through the overlays.
-OVERLAYS = ["overlays/k3s-dgpu", "overlays/jetson", "overlays/replica", "overlays/cdi"]
+OVERLAYS = ["overlays/k3s-dgpu", "overlays/jetson", "overlays/replica", "overlays/cdi", "dra"]
 MONITORING = "monitoring"
 # Where scripts/install-deps.sh unpacks Debian's kubectl when another package
 # owns /usr/bin/kubectl.

@@ -22,6 +22,7 @@ try:
     import jsonschema
     import k8s_schema
     import monitoring_schema
+    import dra_schema
 except ImportError as e:
     print("1..0 # SKIP %s (python3-jsonschema, python3-kubernetes)" % e)
     sys.exit(77)
@@ -38,8 +39,10 @@ cache = {}
 def validator(doc):
     key = (doc.get("apiVersion"), doc.get("kind"))
     if key not in cache:
-        if key in monitoring_schema.SCHEMAS:
-            cache[key] = (jsonschema.Draft7Validator(monitoring_schema.SCHEMAS[key]), True)
+        written = {**monitoring_schema.SCHEMAS, **dra_schema.SCHEMAS}
+        if key in written:
+            # cluster-scoped: the DRA classes; namespaced: the operator's kinds
+            cache[key] = (jsonschema.Draft7Validator(written[key]), key not in dra_schema.SCHEMAS)
         else:
             cache[key] = (jsonschema.Draft7Validator(k8s_schema.schema(*key)), k8s_schema.kind_info(*key)[1])
     return cache[key]
@@ -104,6 +107,13 @@ if rule:
     d["spec"]["groups"][0]["rules"][0]["for"] = "two minutes"
     p = problems(d)
     ok(p and any("for" in line for line in p), "the PrometheusRule schema refuses a duration it cannot parse", p)
+dc = kz.find(rendered.get("dra", []), "DeviceClass")
+if dc:
+    d = copy.deepcopy(dc)
+    d["spec"]["selectors"][0] = {"cel": {"expresion": 'device.driver == "gpuslice.io"'}}
+    p = problems(d)
+    ok(p and any("expresion" in line or "expression" in line for line in p),
+       "the DeviceClass schema refuses a selector with a misspelt CEL field", p)
 
 # A newer kubectl (a cloud SDK's, say) on this machine renders the same objects:
 # the kustomizations suit old and new kustomize alike. The ConfigMap's hash
