@@ -5,9 +5,8 @@ selectors of CEL expressions, opaque configuration by driver, the optional
 extended resource name); structural, as the API server's own validation is:
 types, required fields, unknown fields rejected. Draft 7."""
 
-STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
-METADATA = {"type": "object", "required": ["name"], "properties": {
-    "name": {"type": "string", "minLength": 1}, "labels": STRING_MAP, "annotations": STRING_MAP}}
+from monitoring_schema import METADATA, top
+
 SELECTOR = {"type": "object", "additionalProperties": False, "required": ["cel"], "properties": {
     "cel": {"type": "object", "additionalProperties": False, "required": ["expression"], "properties": {
         "expression": {"type": "string", "minLength": 1}}}}}
@@ -15,13 +14,9 @@ CONFIG = {"type": "object", "additionalProperties": False, "properties": {
     "opaque": {"type": "object", "additionalProperties": False, "required": ["driver", "parameters"],
                "properties": {"driver": {"type": "string", "minLength": 1},
                               "parameters": {"type": "object"}}}}}
-DEVICE_CLASS = {
-    "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"], "additionalProperties": False,
-    "properties": {
-        "apiVersion": {"const": "resource.k8s.io/v1"}, "kind": {"const": "DeviceClass"},
-        "metadata": METADATA,
-        "spec": {"type": "object", "additionalProperties": False, "properties": {
-            "selectors": {"type": "array", "maxItems": 32, "items": SELECTOR},
-            "config": {"type": "array", "maxItems": 32, "items": CONFIG},
-            "extendedResourceName": {"type": "string"}}}}}
+DEVICE_CLASS = top("resource.k8s.io/v1", "DeviceClass", {
+    "type": "object", "additionalProperties": False, "properties": {
+        "selectors": {"type": "array", "maxItems": 32, "items": SELECTOR},
+        "config": {"type": "array", "maxItems": 32, "items": CONFIG},
+        "extendedResourceName": {"type": "string"}}}, METADATA)
 SCHEMAS = {("resource.k8s.io/v1", "DeviceClass"): DEVICE_CLASS}

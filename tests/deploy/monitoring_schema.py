@@ -14,6 +14,14 @@ STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 METADATA = {"type": "object", "required": ["name"], "properties": {
     "name": {"type": "string"}, "namespace": {"type": "string"}, "labels": STRING_MAP,
     "annotations": STRING_MAP}}
+def top(api_version, kind, spec, metadata=None):
+    """An object of one kind: apiVersion, kind, metadata and spec, nothing else."""
+    return {"type": "object", "required": ["apiVersion", "kind", "metadata", "spec"],
+            "additionalProperties": False,
+            "properties": {"apiVersion": {"const": api_version}, "kind": {"const": kind},
+                           "metadata": metadata or METADATA, "spec": spec}}
+
+
 RELABEL = {"type": "object", "additionalProperties": False, "properties": {
     "sourceLabels": {"type": "array", "items": {"type": "string", "pattern": "^[a-zA-Z_][a-zA-Z0-9_]*$"}},
     "separator": {"type": "string"}, "targetLabel": {"type": "string"}, "regex": {"type": "string"},
@@ -37,34 +45,26 @@ ENDPOINT = {"type": "object", "additionalProperties": False, "properties": {
     "basicAuth": {"type": "object"}, "oauth2": {"type": "object"},
     "relabelings": {"type": "array", "items": RELABEL},
     "metricRelabelings": {"type": "array", "items": RELABEL}}}
-SERVICE_MONITOR = {
-    "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"], "additionalProperties": False,
+SERVICE_MONITOR = top("monitoring.coreos.com/v1", "ServiceMonitor", {
+    "type": "object", "required": ["selector", "endpoints"], "additionalProperties": False,
     "properties": {
-        "apiVersion": {"const": "monitoring.coreos.com/v1"}, "kind": {"const": "ServiceMonitor"},
-        "metadata": METADATA,
-        "spec": {"type": "object", "required": ["selector", "endpoints"], "additionalProperties": False,
-                 "properties": {
-                     "selector": LABEL_SELECTOR, "endpoints": {"type": "array", "items": ENDPOINT},
-                     "namespaceSelector": {"type": "object", "additionalProperties": False, "properties": {
-                         "any": {"type": "boolean"}, "matchNames": STRINGS}},
-                     "jobLabel": {"type": "string"}, "targetLabels": STRINGS, "podTargetLabels": STRINGS,
-                     "sampleLimit": {"type": "integer"}, "targetLimit": {"type": "integer"},
-                     "labelLimit": {"type": "integer"}, "attachMetadata": {"type": "object"}}}}}
+        "selector": LABEL_SELECTOR, "endpoints": {"type": "array", "items": ENDPOINT},
+        "namespaceSelector": {"type": "object", "additionalProperties": False, "properties": {
+            "any": {"type": "boolean"}, "matchNames": STRINGS}},
+        "jobLabel": {"type": "string"}, "targetLabels": STRINGS, "podTargetLabels": STRINGS,
+        "sampleLimit": {"type": "integer"}, "targetLimit": {"type": "integer"},
+        "labelLimit": {"type": "integer"}, "attachMetadata": {"type": "object"}}})
 RULE = {"type": "object", "required": ["expr"], "additionalProperties": False,
         "oneOf": [{"required": ["alert"]}, {"required": ["record"]}],
         "properties": {"alert": {"type": "string"}, "record": {"type": "string"},
                        "expr": {"type": ["string", "integer"]}, "for": DURATION,
                        "keep_firing_for": DURATION, "labels": STRING_MAP, "annotations": STRING_MAP}}
-PROMETHEUS_RULE = {
-    "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"], "additionalProperties": False,
-    "properties": {
-        "apiVersion": {"const": "monitoring.coreos.com/v1"}, "kind": {"const": "PrometheusRule"},
-        "metadata": METADATA,
-        "spec": {"type": "object", "additionalProperties": False, "properties": {
-            "groups": {"type": "array", "items": {
-                "type": "object", "required": ["name"], "additionalProperties": False, "properties": {
-                    "name": {"type": "string", "minLength": 1}, "interval": DURATION,
-                    "partial_response_strategy": {"type": "string"}, "limit": {"type": "integer"},
-                    "rules": {"type": "array", "items": RULE}}}}}}}}
+PROMETHEUS_RULE = top("monitoring.coreos.com/v1", "PrometheusRule", {
+    "type": "object", "additionalProperties": False, "properties": {
+        "groups": {"type": "array", "items": {
+            "type": "object", "required": ["name"], "additionalProperties": False, "properties": {
+                "name": {"type": "string", "minLength": 1}, "interval": DURATION,
+                "partial_response_strategy": {"type": "string"}, "limit": {"type": "integer"},
+                "rules": {"type": "array", "items": RULE}}}}}})
 SCHEMAS = {("monitoring.coreos.com/v1", "ServiceMonitor"): SERVICE_MONITOR,
            ("monitoring.coreos.com/v1", "PrometheusRule"): PROMETHEUS_RULE}
