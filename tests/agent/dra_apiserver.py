@@ -18,11 +18,8 @@ import argparse
 import json
 import os
 import re
-import ssl
 import sys
-import threading
 import time
-from http.server import ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "doctor"))
@@ -34,13 +31,6 @@ CLAIM = re.compile(r"^" + API + r"/namespaces/([^/]+)/resourceclaims/([^/]+)$")
 
 
 class Handler(fa.Handler):
-    def authorized(self):
-        tok = self.server.cfg["token"]
-        if tok and self.headers.get("Authorization") != "Bearer " + tok:
-            self.send(401, fa.status(401, "Unauthorized", "Unauthorized"))
-            return False
-        return True
-
     def body(self):
         return json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0") or 0)) or b"null")
 
@@ -151,19 +141,8 @@ def main():
     a = ap.parse_args()
     with open(a.scenario) as f:
         scenario = json.load(f)
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    srv.cfg = {"scenario": scenario, "token": a.token, "page": 0, "log": a.log, "lock": threading.Lock(),
-               "slices": {}, "slices_file": a.slices, "rv": 100}
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(a.cert, a.key)
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-    print("PORT %d" % srv.server_address[1], flush=True)
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return fa.serve(Handler, a.cert, a.key, {"scenario": scenario, "token": a.token, "page": 0, "log": a.log,
+                                             "slices": {}, "slices_file": a.slices, "rv": 100})
 
 
 if __name__ == "__main__":

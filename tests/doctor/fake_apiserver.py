@@ -108,11 +108,19 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def authorized(self):
+        """The bearer token, where the server has one; a 401 answered otherwise."""
+        tok = self.server.cfg["token"]
+        if tok and self.headers.get("Authorization") != "Bearer " + tok:
+            self.send(401, status(401, "Unauthorized", "Unauthorized"))
+            return False
+        return True
+
     def do_GET(self):
         self.record()
         cfg = self.server.cfg
-        if cfg["token"] and self.headers.get("Authorization") != "Bearer " + cfg["token"]:
-            return self.send(401, status(401, "Unauthorized", "Unauthorized"))
+        if not self.authorized():
+            return
         url = urlsplit(self.path)
         if url.path in cfg["scenario"].get("forbid", []):
             return self.send(403, status(403, "Forbidden",
@@ -311,8 +319,8 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
         self.record()
         self.note("PATCH-BODY %s %s" % (self.headers.get("Content-Type"), body.decode()))
-        if cfg["token"] and self.headers.get("Authorization") != "Bearer " + cfg["token"]:
-            return self.send(401, status(401, "Unauthorized", "Unauthorized"))
+        if not self.authorized():
+            return
         if self.headers.get("Content-Type") != "application/merge-patch+json":
             return self.send(415, status(415, "UnsupportedMediaType", "not a merge patch"))
         patch = json.loads(body)
@@ -342,12 +350,17 @@ def main():
     a = ap.parse_args()
     with open(a.scenario) as f:
         scenario = json.load(f)
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    return serve(Handler, a.cert, a.key, {"scenario": scenario, "token": a.token, "page": a.page, "log": a.log})
+
+
+def serve(handler, cert, key, cfg):
+    """Serves handler over TLS on 127.0.0.1 with cfg (and a lock) as the
+    server's cfg; prints "PORT <n>" once it listens; until interrupted."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     srv.daemon_threads = True
-    srv.cfg = {"scenario": scenario, "token": a.token, "page": a.page, "log": a.log,
-               "lock": threading.Lock()}
+    srv.cfg = dict(cfg, lock=threading.Lock())
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(a.cert, a.key)
+    ctx.load_cert_chain(cert, key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     print("PORT %d" % srv.server_address[1], flush=True)
     try:
