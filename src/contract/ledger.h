@@ -205,6 +205,10 @@ void gs_ledger_summarize(const struct gs_ledger *l, gs_ledger_alive_fn alive,
                          struct gs_ledger_summary *out);
 /* The default test: kill(pid, 0) plus /proc/<pid>/stat start time. */
 int gs_ledger_pid_alive(int32_t pid, uint64_t starttime);
+/* What every reader reports of the ledger at path (the monitor, the doctor,
+ * `gpuslice run`): a copy, its owners' locks, summarised with
+ * gs_ledger_pid_alive where pids can be judged. GS_OK, or the snapshot's error. */
+int gs_ledger_read_summary(const char *path, struct gs_ledger_summary *out, gs_error *err);
 /* Reclaims slots whose owner is dead; returns how many. */
 int gs_ledger_reap(struct gs_ledger *l, gs_ledger_alive_fn alive);
 /* The same, judging published owners by their owner lock on fd where the

@@ -75,10 +75,8 @@ static void check_slice(struct gs_doctor *d, const char *id, struct totals *t)
     time_t now = time(NULL);
     if (stat(limits, &st) == 0 && now > st.st_mtime)
         age = (uint64_t)(now - st.st_mtime);
-    static struct gs_ledger lg_copy; /* 16 KiB: not on the stack */
-    struct gs_ledger *lg = &lg_copy;
-    static gs_ledger_held held;
-    if (gs_ledger_snapshot_held(ledger, lg, held, &err) < 0) {
+    struct gs_ledger_summary sum;
+    if (gs_ledger_read_summary(ledger, &sum, &err) < 0) {
         struct gs_finding *f = gs_report_add(d->rep, GS_SEV_WARN, "tenant.ledger-unreadable",
                                              "slice %s: its ledger cannot be read", id);
         gs_finding_evidence(f, "%s", err.msg);
@@ -86,8 +84,6 @@ static void check_slice(struct gs_doctor *d, const char *id, struct totals *t)
                           "Pod holding it so the agent makes a fresh ledger.");
         return;
     }
-    struct gs_ledger_summary sum;
-    gs_ledger_summarize_held(lg, held, gs_ledger_pid_alive, &sum);
     if (sum.first_ctx_ns) {
         t->used_cuda++;
         return;

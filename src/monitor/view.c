@@ -77,12 +77,9 @@ static int read_row(const char *root, const char *name, struct gs_view_row *r)
     r->gpu = -1;
     memcpy(r->id, name, strlen(name) + 1); /* valid ids are <= GS_SLICE_ID_MAX */
     if (gs_limits_load(p.limits, &r->lim, NULL) < 0)
-        return -1;                           /* not a slice (or being written) */
-    struct gs_ledger *l = malloc(sizeof *l); /* 16 KiB: not on the stack */
-    gs_ledger_held held;                     /* dead owners do not count, from any pid namespace */
-    if (l && gs_ledger_snapshot_held(p.ledger, l, held, NULL) == 0) {
-        struct gs_ledger_summary sum;
-        gs_ledger_summarize_held(l, held, gs_ledger_pid_alive, &sum);
+        return -1; /* not a slice (or being written) */
+    struct gs_ledger_summary sum;
+    if (gs_ledger_read_summary(p.ledger, &sum, NULL) == GS_OK) {
         r->have_ledger = 1;
         r->used = sum.used;
         r->procs = sum.live;
@@ -95,7 +92,6 @@ static int read_row(const char *root, const char *name, struct gs_view_row *r)
         r->requests = sum.requests;
         r->request_ns = sum.request_ns;
     }
-    free(l);
     read_alloc(p.dir, r);
     return 0;
 }

@@ -541,12 +541,8 @@ int gs_cmd_run(int argc, char **argv)
     while (waitpid(child_pid, &status, 0) < 0 && errno == EINTR)
         ;
 
-    static struct gs_ledger copy; /* 16 KiB: not on the stack */
-    struct gs_ledger *l = &copy;
-    static gs_ledger_held held;
-    if (gs_ledger_snapshot_held(paths.ledger, l, held, &err) == 0) {
-        struct gs_ledger_summary sum;
-        gs_ledger_summarize_held(l, held, gs_ledger_pid_alive, &sum);
+    struct gs_ledger_summary sum;
+    if (gs_ledger_read_summary(paths.ledger, &sum, &err) == 0) {
         char peak_s[32];
         gs_quantity_format_bytes(sum.peak, peak_s, sizeof peak_s);
         fprintf(stderr,
