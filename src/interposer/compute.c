@@ -192,12 +192,12 @@ static uint64_t published_gap(const struct gs_cc_tenant *t, int n, int self, uin
 }
 
 /* The guard's hold at now, with the critical tenants idle since crit_idle_seen
- * (0: none): the time to ask again. */
-static uint64_t guard_hold(const struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,
-                           int self, uint64_t now)
+ * (0: none) and pub, pub_max their published shortest and longest gap (0:
+ * none): the time to ask again. */
+static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t pub, uint64_t pub_max,
+                           uint64_t now)
 {
     uint64_t gap, due, longest;
-    uint64_t pub_max, pub = published_gap(t, n, self, &pub_max);
     if (pub) {
         /* The critical tenant's own rhythm: the next request may come one
          * shortest gap after its work was seen finished, and should have come
@@ -374,12 +374,12 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     uint64_t hold = 0; /* the guard holds gated tenants only (not critical, not bound) */
     if (me->guard_ns && !t[self].critical && !t[self].bound &&
         guard_observe(me, t, n, self, d.critical_busy) && d.go && !d.gated_by_critical) {
-        hold = guard_hold(me, t, n, self, now);
+        uint64_t pub_max, pub = published_gap(t, n, self, &pub_max);
+        hold = guard_hold(me, pub, pub_max, now);
         /* While the critical tenant's next request is expected (its own
          * rhythm), keep nothing queued behind our running kernel, as next
          * to a recent request: a queued kernel would start when the running
          * one ends, and end later than the guard reckoned. */
-        uint64_t pub_max, pub = published_gap(t, n, self, &pub_max);
         if (pub && now < me->crit_idle_seen + pub_max + GS_CC_GUARD_HOLD_NS)
             me->critical_recent = 1;
     }
