@@ -13,7 +13,8 @@ processes follows a common wall-clock schedule of phases: B alone, then for each
 --reps pairs of (A alone, A with B) in alternating order, B alone again in the middle and at
 the end. A's p99 alone and with B then come from the same processes, seconds apart, so the
 GPU's clock and the host's drift between runs do not enter the ratio; every ratio is also
-given against the native variant's A alone and B alone.
+given against the native variant's A alone and B alone (none in a run without `native`:
+bench/latency_matrix.py then takes the native B alone of another run).
 
 Variants (--configs, comma-separated):
   native           plain time-slicing, no gpuslice
@@ -255,7 +256,7 @@ def summarise():
         if "thinks" not in c:
             continue
         b_alone_own = max(c["b_alone"]) if c["b_alone"] else 0
-        b_alone_nat = max(nat.get("b_alone") or [0]) or b_alone_own
+        b_alone_nat = max(nat.get("b_alone") or [0])  # none without a native variant in the run
         for t, r in c["thinks"].items():
             ref = nat.get("thinks", {}).get(t, r)["alone"]["p99"] if nat else r["alone"]["p99"]
             row = {"config": name, "think_ms": float(t), "A_busy_with_B": round(r["with_b"]["busy"], 3),

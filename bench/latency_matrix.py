@@ -10,11 +10,16 @@ run, so every ratio is within one run.
       time fits the budget of one call; with --shell, each call as one command line
   python3 bench/latency_matrix.py run --call N --gpuslice G --outdir DIR [--pin 2-5/8-11]
       runs call N of the same plan (on the GPU machine): one JSON per cell in DIR
-  python3 bench/latency_matrix.py table DIR...
+  python3 bench/latency_matrix.py table DIR... [--configs native,gs_defaults,...]
       per cell and think time: A's p99 against its own alone and B against native B
-      alone for every variant; the best baseline on each axis; the best gpuslice variant
-      that is at least as good as that on both axes at once (or none); and the goal where
-      A is busy at most half the time (A <= 1.05x with B >= 75 %)
+      alone for every variant; the best baseline on each axis; the gpuslice variants
+      at least as good as that on both axes at once (or none); per gpuslice variant the
+      baselines it is at least as good as on both axes; and the goal where A is busy at
+      most half the time (A <= 1.05x with B >= 75 %). A run without a native variant
+      takes its B fraction from the native B alone of the same size in the nearest run.
+  python3 bench/latency_matrix.py figure OUT.svg DIR... [--configs ...]
+      the same as a figure (needs matplotlib): one panel per cell, A's p99 ratio
+      against B's share, one line per variant through A's think times
 
 Every run's own figures come from latency.py (see its --help); this only plans, runs and
 reads them.
@@ -25,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -137,7 +143,10 @@ def cmd_run(a):
 
 def read_cells(dirs):
     """{(kind, batch, size): {think: {config: row}}} from latency.py's JSON files; where
-    runs repeat a variant in a cell, the latest run's (by its date) is kept."""
+    runs repeat a variant in a cell, the latest run's (by its date) is kept. A run
+    without a native variant has no native B alone of its own: its rows' B fraction
+    is taken against the native B alone of the same GEMM size from the run nearest in
+    time (B alone does not depend on A), and the row says which (B_reference)."""
     found = []
     for d in dirs:
         for f in sorted(glob.glob(os.path.join(d, "*.json"))):
@@ -147,12 +156,38 @@ def read_cells(dirs):
                 continue
             if "summary" in res and "batch" in res:
                 found.append(res)
+    native_b = [(r.get("date", ""), r.get("size"), max(r["configs"]["native"]["b_alone"]))
+                for r in found if (r.get("configs", {}).get("native") or {}).get("b_alone")]
     out = {}
     for res in sorted(found, key=lambda r: r.get("date", "")):
         key = ("graph" if res.get("graph") else "eager", res["batch"], res.get("size"))
         for row in res["summary"]:
+            if row.get("B_fraction_native") is None or "configs" in res and "native" not in res["configs"]:
+                row = rebased(row, res, native_b)
             out.setdefault(key, {}).setdefault(row["think_ms"], {})[row["config"]] = row
     return out
+
+
+def when(date):
+    try:
+        return time.mktime(time.strptime(date, "%Y-%m-%d %H:%M:%S"))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def rebased(row, res, native_b):
+    """row with its B fraction against the nearest run's native B alone (same size)."""
+    same = [(abs(when(d) - when(res.get("date"))), d, b) for d, size, b in native_b if size == res.get("size")]
+    c = res.get("configs", {}).get(row["config"], {})
+    rate = c.get("thinks", {}).get(f"{row['think_ms']:g}", {}).get("b_rate")
+    row = dict(row)
+    if not same or rate is None:
+        row["B_fraction_native"] = None
+        return row
+    _, d, b = min(same)
+    row["B_fraction_native"] = round(rate / b, 3)
+    row["B_reference"] = f"native B alone of the run of {d}"
+    return row
 
 
 def base_name(config):
@@ -162,6 +197,8 @@ def base_name(config):
 def judge(rows):
     """The best baseline on each axis, the gpuslice variants at least as good on both
     (best first: lowest p99 ratio), and the goal where A is busy at most half the time."""
+    rows = {c: r for c, r in rows.items() if r.get("B_fraction_native") is not None and
+            r.get("p99_ratio_own") is not None}
     base = [r for c, r in rows.items() if base_name(c) in BASELINES]
     gs = {c: r for c, r in rows.items() if base_name(c).startswith("gs_")}
     if not base or not gs:
@@ -170,38 +207,101 @@ def judge(rows):
     best_b = max(r["B_fraction_native"] for r in base)
     wins = sorted((c for c, r in gs.items() if r["p99_ratio_own"] <= best_p99 and r["B_fraction_native"] >= best_b),
                   key=lambda c: gs[c]["p99_ratio_own"])
+    beats = {c: [b for b, rb in rows.items() if base_name(b) in BASELINES and
+                 r["p99_ratio_own"] <= rb["p99_ratio_own"] and r["B_fraction_native"] >= rb["B_fraction_native"]]
+             for c, r in gs.items()}
     busy = max(r["A_busy_alone"] for r in rows.values())
     goal = None
     if busy <= 0.5:
         goal = sorted((c for c, r in gs.items() if r["p99_ratio_own"] <= 1.05 and r["B_fraction_native"] >= 0.75),
                       key=lambda c: gs[c]["p99_ratio_own"])
-    return {"best_p99": best_p99, "best_b": best_b, "wins": wins, "busy": busy, "goal": goal}
+    return {"best_p99": best_p99, "best_b": best_b, "wins": wins, "beats": beats, "busy": busy, "goal": goal}
 
 
 def cmd_table(a):
     data = read_cells(a.dirs)
     if not data:
         sys.exit("latency_matrix: no latency.py results in " + " ".join(a.dirs))
+    if a.configs:
+        keep = set(a.configs.split(","))
+        data = {k: {t: {c: r for c, r in rows.items() if c in keep} for t, rows in cell.items()}
+                for k, cell in data.items()}
     configs = sorted({c for cell in data.values() for t in cell.values() for c in t})
     print("| A | batch | B size | think ms | A busy | " + " | ".join(configs) +
-          " | best baseline (p99 / B) | gpuslice at least as good on both | A busy <= 50 %: A <= 1.05x, B >= 75 % |")
-    print("|" + "---|" * (8 + len(configs)))
+          " | best baseline (p99 / B) | gpuslice at least as good on both | baselines a gpuslice variant is at "
+          "least as good as on both | A busy <= 50 %: A <= 1.05x, B >= 75 % |")
+    print("|" + "---|" * (9 + len(configs)))
     for key in sorted(data, key=lambda k: (KINDS.index(k[0]) if k[0] in KINDS else 9, k[1], k[2] or 0)):
         for t in sorted(data[key]):
             rows = data[key][t]
+            if not rows:
+                continue
             j = judge(rows)
             cellv = [f"{rows[c]['p99_ratio_own']:.2f}x, {100 * rows[c]['B_fraction_native']:.0f} %"
                      if c in rows and rows[c]["p99_ratio_own"] is not None and
                      rows[c]["B_fraction_native"] is not None else "" for c in configs]
             if j is None:
-                tail = ["", "", ""]
+                tail = ["", "", "", ""]
             else:
                 goal = "n/a (A busier)" if j["goal"] is None else (", ".join(j["goal"]) or "**not met**")
+                beats = "; ".join(f"{c}: {', '.join(b)}" for c, b in sorted(j["beats"].items()) if b)
                 tail = [f"{j['best_p99']:.2f}x / {100 * j['best_b']:.0f} %",
-                        ", ".join(j["wins"]) or "**none**", goal]
+                        ", ".join(j["wins"]) or "**none**", beats or "none", goal]
             busy = max(r["A_busy_alone"] for r in rows.values())
             print(f"| {key[0]} | {key[1]} | {key[2]} | {t:g} | {100 * busy:.0f} % | " +
                   " | ".join(cellv + tail) + " |")
+
+
+def cmd_figure(a):
+    """One panel per cell: A's p99 ratio against B's share, a line per variant through
+    A's think times (labelled), the goal's box where A is busy at most half the time."""
+    import matplotlib
+    matplotlib.use("svg")
+    import matplotlib.pyplot as plt
+    data = read_cells(a.dirs)
+    if not data:
+        sys.exit("latency_matrix: no latency.py results in " + " ".join(a.dirs))
+    keep = set(a.configs.split(",")) if a.configs else None
+    keys = [k for k in cells() if k in data]
+    matplotlib.rcParams["svg.hashsalt"] = "gpuslice"  # the same data gives the same file
+    ncol = 4
+    fig, axes = plt.subplots((len(keys) + ncol - 1) // ncol, ncol, figsize=(4.2 * ncol, 3.6 * ((len(keys) + 3) // 4)),
+                             squeeze=False)
+    colours = {}
+    for ax, key in zip(axes.flat, keys):
+        series = {}
+        for t, rows in data[key].items():
+            for c, r in rows.items():
+                if (keep is None or c in keep) and r.get("B_fraction_native") is not None and \
+                        r.get("p99_ratio_own") is not None:
+                    series.setdefault(c, []).append((t, r["B_fraction_native"], r["p99_ratio_own"]))
+        ax.add_patch(plt.Rectangle((0.75, 0.7), 0.3, 0.35, color="tab:green", alpha=0.12, lw=0))
+        ax.axhline(1.05, color="tab:green", lw=0.8, ls="--")
+        top, bottom = 1.2, 0.7
+        for c in sorted(series):
+            pts = sorted(series[c])
+            colour = colours.setdefault(c, f"C{len(colours) % 10}")
+            ax.plot([p[1] for p in pts], [p[2] for p in pts], marker="o", ms=3, lw=1, color=colour, label=c)
+            for t, b, r in pts:
+                ax.annotate(f"{t:g}", (b, r), fontsize=6, textcoords="offset points", xytext=(3, 2), color=colour)
+            top = max(top, max(p[2] for p in pts))
+            bottom = min(bottom, min(p[2] for p in pts) - 0.05)
+        ax.set_xlim(-0.02, 1.05)
+        ax.set_ylim(bottom, min(top + 0.1, 4.0))
+        ax.set_title(cell_name(*key), fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.set_xlabel("B / native B alone", fontsize=7)
+        ax.set_ylabel("A's p99 / alone", fontsize=7)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    handles = {c: plt.Line2D([], [], color=col, marker="o", ms=3, lw=1) for c, col in colours.items()}
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize=7)
+    fig.text(0.01, 0.01, "labels: A's think time, ms; green: the goal where A is busy at most half the time "
+             "(A <= 1.05x, B >= 75 %)", fontsize=6)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.savefig(a.out, metadata={"Date": None})
+    print(a.out)
 
 
 def main():
@@ -223,10 +323,15 @@ def main():
             p.add_argument("--call", type=int, required=True)
     p = sub.add_parser("table")
     p.add_argument("dirs", nargs="+")
+    p.add_argument("--configs", default="", help="only these variants (comma-separated; default: every one found)")
+    p = sub.add_parser("figure")
+    p.add_argument("out")
+    p.add_argument("dirs", nargs="+")
+    p.add_argument("--configs", default="", help="only these variants (comma-separated; default: every one found)")
     a = ap.parse_args()
     if a.cmd == "run" and (not a.gpuslice or not a.outdir):
         sys.exit("latency_matrix run: --gpuslice and --outdir are needed")
-    return {"plan": cmd_plan, "run": cmd_run, "table": cmd_table}[a.cmd](a) or 0
+    return {"plan": cmd_plan, "run": cmd_run, "table": cmd_table, "figure": cmd_figure}[a.cmd](a) or 0
 
 
 if __name__ == "__main__":

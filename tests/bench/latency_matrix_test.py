@@ -70,6 +70,28 @@ def main():
         json.dump(later, open(os.path.join(d, "0-later.json"), "w"))
         j = lm.judge(lm.read_cells([d])[("graph", 8, 4096)][2.0])
         t.ok(j["wins"] == [], "the latest run of a variant counts (by date, not file name)", j)
+        t.ok(j["beats"] == {"gs_defaults": []} and lm.judge(rows[2.0])["beats"] == {"gs_defaults":
+                                                                                      ["native", "mps_t50"]},
+             "per gpuslice variant, the baselines it is at least as good as on both axes", j)
+    # A run without a native variant (latency.py gives it no native B fraction): its B
+    # fraction is taken against the native B alone of the same size in the nearest run.
+    with tempfile.TemporaryDirectory() as d:
+        def full(date, size, configs):
+            return {"date": date, "batch": 8, "graph": True, "size": size, "configs": {
+                c: {"b_alone": [b_alone], "thinks": {"2": {"b_rate": rate}}} for c, (b_alone, rate) in configs.items()},
+                "summary": [dict(config=c, think_ms=2.0, A_busy_alone=0.3, p99_ratio_own=1.3,
+                                 B_fraction_native=None if "native" not in configs else rate / configs["native"][0])
+                            for c, (b_alone, rate) in configs.items()]}
+        json.dump(full("2026-12-01 10:00:00", 8192, {"native": (600.0, 420.0)}), open(os.path.join(d, "n.json"), "w"))
+        json.dump(full("2026-12-01 18:00:00", 8192, {"native": (500.0, 400.0)}), open(os.path.join(d, "m.json"), "w"))
+        json.dump(full("2026-12-01 12:00:00", 4096, {"native": (4000.0, 100.0)}), open(os.path.join(d, "o.json"), "w"))
+        json.dump(full("2026-12-01 10:30:00", 8192, {"mps_t30": (247.0, 240.0)}), open(os.path.join(d, "p.json"), "w"))
+        row = lm.read_cells([d])[("graph", 8, 8192)][2.0]["mps_t30"]
+        t.ok(row["B_fraction_native"] == 0.4 and "10:00:00" in row["B_reference"],
+             "a run without native: B against the nearest run's native B alone of its size", row)
+        p = run("table", d, "--configs", "mps_t30")
+        t.ok(p.returncode == 0 and "| 1.30x, 40 % |" in p.stdout and "native" not in p.stdout.splitlines()[0],
+             "table --configs shows only the variants named", p.stdout)
     t.done()
 
 
