@@ -218,7 +218,8 @@ def judge(rows):
     return {"best_p99": best_p99, "best_b": best_b, "wins": wins, "beats": beats, "busy": busy, "goal": goal}
 
 
-def cmd_table(a):
+def selected(a):
+    """read_cells of a.dirs, only the variants a.configs names (all without it)."""
     data = read_cells(a.dirs)
     if not data:
         sys.exit("latency_matrix: no latency.py results in " + " ".join(a.dirs))
@@ -226,6 +227,11 @@ def cmd_table(a):
         keep = set(a.configs.split(","))
         data = {k: {t: {c: r for c, r in rows.items() if c in keep} for t, rows in cell.items()}
                 for k, cell in data.items()}
+    return data
+
+
+def cmd_table(a):
+    data = selected(a)
     configs = sorted({c for cell in data.values() for t in cell.values() for c in t})
     print("| A | batch | B size | think ms | A busy | " + " | ".join(configs) +
           " | best baseline (p99 / B) | gpuslice at least as good on both | baselines a gpuslice variant is at "
@@ -255,13 +261,13 @@ def cmd_table(a):
 def cmd_figure(a):
     """One panel per cell: A's p99 ratio against B's share, a line per variant through
     A's think times (labelled), the goal's box where A is busy at most half the time."""
-    import matplotlib
-    matplotlib.use("svg")
-    import matplotlib.pyplot as plt
-    data = read_cells(a.dirs)
-    if not data:
-        sys.exit("latency_matrix: no latency.py results in " + " ".join(a.dirs))
-    keep = set(a.configs.split(",")) if a.configs else None
+    try:
+        import matplotlib
+        matplotlib.use("svg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("latency_matrix figure: needs matplotlib (Debian: apt install python3-matplotlib)")
+    data = selected(a)
     keys = [k for k in cells() if k in data]
     matplotlib.rcParams["svg.hashsalt"] = "gpuslice"  # the same data gives the same file
     ncol = 4
@@ -272,8 +278,7 @@ def cmd_figure(a):
         series = {}
         for t, rows in data[key].items():
             for c, r in rows.items():
-                if (keep is None or c in keep) and r.get("B_fraction_native") is not None and \
-                        r.get("p99_ratio_own") is not None:
+                if r.get("B_fraction_native") is not None and r.get("p99_ratio_own") is not None:
                     series.setdefault(c, []).append((t, r["B_fraction_native"], r["p99_ratio_own"]))
         ax.add_patch(plt.Rectangle((0.75, 0.7), 0.3, 0.35, color="tab:green", alpha=0.12, lw=0))
         ax.axhline(1.05, color="tab:green", lw=0.8, ls="--")
@@ -321,13 +326,12 @@ def main():
             p.add_argument("--shell", action="store_true", help="print each call's command lines")
         else:
             p.add_argument("--call", type=int, required=True)
-    p = sub.add_parser("table")
-    p.add_argument("dirs", nargs="+")
-    p.add_argument("--configs", default="", help="only these variants (comma-separated; default: every one found)")
-    p = sub.add_parser("figure")
-    p.add_argument("out")
-    p.add_argument("dirs", nargs="+")
-    p.add_argument("--configs", default="", help="only these variants (comma-separated; default: every one found)")
+    for name in ("table", "figure"):
+        p = sub.add_parser(name)
+        if name == "figure":
+            p.add_argument("out")
+        p.add_argument("dirs", nargs="+")
+        p.add_argument("--configs", default="", help="only these variants (comma-separated; default: every one)")
     a = ap.parse_args()
     if a.cmd == "run" and (not a.gpuslice or not a.outdir):
         sys.exit("latency_matrix run: --gpuslice and --outdir are needed")

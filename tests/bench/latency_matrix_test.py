@@ -92,6 +92,18 @@ def main():
         p = run("table", d, "--configs", "mps_t30")
         t.ok(p.returncode == 0 and "| 1.30x, 40 % |" in p.stdout and "native" not in p.stdout.splitlines()[0],
              "table --configs shows only the variants named", p.stdout)
+    # The figure: one panel per cell found, or, without matplotlib, a clear refusal.
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "m.svg")
+        p = run("figure", out, os.path.join(arch, "final"), os.path.join(arch, "fixed"))
+        try:
+            import matplotlib  # noqa: F401
+            svg = open(out).read() if p.returncode == 0 else ""
+            t.ok("graph-b8-n8192" in svg and "eager-b8-n8192" in svg and "graph-b1-n8192" in svg,
+                 "figure draws a panel per cell", p.stderr[-500:])
+        except ImportError:
+            t.ok(p.returncode != 0 and "needs matplotlib" in p.stderr and not os.path.exists(out),
+                 "figure without matplotlib says what it needs", p.stderr[-500:])
     t.done()
 
 
