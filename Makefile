@@ -73,8 +73,9 @@ minimal:
 test: build-all
 	BUILD=$(BUILD) PYTHON=$(PYTHON) SAN=$(SAN) tests/run-tests.sh
 
+# The tests of the threaded parts (what TSan runs; tests/tsan.supp says what it ignores).
 test-threaded: build-all
-	BUILD=$(BUILD) PYTHON=$(PYTHON) SAN=$(SAN) GS_TEST_FILTER="interposer ledger" tests/run-tests.sh
+	BUILD=$(BUILD) PYTHON=$(PYTHON) SAN=$(SAN) GS_TEST_FILTER="interposer ledger agent monitor" tests/run-tests.sh
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 check-format:

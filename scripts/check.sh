@@ -1,6 +1,7 @@
 #!/bin/sh
 # Quick start, command 2 (and CI): every test, three ways — a -Werror build,
-# an ASan+UBSan build, TSan over the threaded parts — plus the format check and,
+# an ASan+UBSan build, TSan over the threaded parts (the interposer, the ledger, the
+# agent and the monitor; tests/tsan.supp says what it ignores) — plus the format check and,
 # once, the node end to end in containers (docs/e2e.md).
 # Ends with one line: "N passed, N failed".
 set -u
@@ -30,7 +31,7 @@ step "tests under ASan+UBSan" BUILD=build-asan SAN=address,undefined
 echo "== threaded tests under TSan"
 log=$(mktemp)
 if make -j"$J" WERROR=1 BUILD=build-tsan SAN=thread build-all >"$log.build" 2>&1; then
-    BUILD=build-tsan SAN=thread GS_TEST_FILTER="interposer ledger" tests/run-tests.sh 2>&1 | tee "$log" | grep -v '^PASS' || true
+    make -s WERROR=1 BUILD=build-tsan SAN=thread test-threaded 2>&1 | tee "$log" | grep -v '^PASS' || true
     tally "$log"
 else
     tail -n 60 "$log.build"; total_fail=$((total_fail + 1))

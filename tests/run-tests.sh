@@ -14,7 +14,7 @@ export GS_SRC_DIR="$(pwd)"
 # Sanitizer runtimes must come first; a test that preloads our library says so.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-verify_asan_link_order=0:detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$GS_SRC_DIR/tests/tsan.supp}"
 logdir="$BUILD/test-logs"
 mkdir -p "$logdir"
 passed=0; failed=0; skipped=0; failed_names=""
