@@ -9,6 +9,23 @@ import threading
 import time
 
 
+# A solo loop keeps the GPU busy nearly all the time it counts (0.94-0.98 on the H200);
+# one that did not was still starting when it began to count (a cold GPU, a lead too
+# short for its start-up: 0.69 seen on 2026-12-01).
+SOLO_BUSY_MIN = 0.9
+
+
+def solo_reference(solos):
+    """(reference rate, index of a dropped solo or None) from two solo runs, each (rate,
+    GPU-busy fraction or None): their mean, unless one kept the GPU busy less than
+    SOLO_BUSY_MIN of its time and the other did not; then the other's rate."""
+    low = [b is not None and b < SOLO_BUSY_MIN for _, b in solos]
+    if low[0] != low[1]:
+        keep = 1 if low[0] else 0
+        return solos[keep][0], 1 - keep
+    return (solos[0][0] + solos[1][0]) / 2, None
+
+
 def mps_env():
     """Private pipe and log directories for one MPS control daemon."""
     d = tempfile.mkdtemp(prefix="gs-mps-")

@@ -9,7 +9,8 @@ synchronisations, as a training loop) under `gpuslice run --compute N`; the tena
 run start at the same wall-clock moment and count the matmuls they finish in --secs after
 --warm. Achieved share = a tenant's matmuls/s over the same loop's alone with no gpuslice,
 which is measured first and last (the GPU's throughput drifts by a few percent over
-minutes; the mean of the two is the reference).
+minutes; the mean of the two is the reference, unless one of them kept the GPU busy less
+than 90 % of its time: it was still starting, and the other is the reference).
 
   pairs   two tenants with shares (e.g. 30/70) at once
   caps    one tenant alone under --hard-cap: its throughput and its GPU time (CUDA events
@@ -37,7 +38,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import mps_control, mps_env  # noqa: E402
+from common import SOLO_BUSY_MIN, mps_control, mps_env  # noqa: E402
+from common import solo_reference as common_solo_reference  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("--gpuslice", help="the gpuslice binary (its libgpuslice.so beside it)")
@@ -134,6 +136,18 @@ def run_build(name, path, rnd):
         save()
 
 
+def solo_reference(first, last):
+    """The solo reference (common.solo_reference), said on stderr when one solo is dropped."""
+    ref, dropped = common_solo_reference([(rate(first), first.get("gpu_time_fraction")),
+                                          (rate(last), last.get("gpu_time_fraction"))])
+    if dropped is not None:
+        which = ("first", "last")[dropped]
+        print(f"shares: the {which} solo kept the GPU busy less than {SOLO_BUSY_MIN} of its time (still "
+              "starting: give it a longer --lead); the reference is the other solo", file=sys.stderr, flush=True)
+        res["solo_dropped"] = which
+    return ref
+
+
 def achieved(solo_rate):
     """Every run's throughput and GPU time as percentages of one GPU."""
     for b in res["builds"].values():
@@ -168,7 +182,7 @@ try:
             res["mps_plain_raw"][pc] = rate(r)
     last = solo()
     res["solo_last"] = rate(last)
-    res["solo_matmuls_per_s"] = ref = (res["solo_first"] + res["solo_last"]) / 2
+    res["solo_matmuls_per_s"] = ref = solo_reference(first, last)
     if ref:
         achieved(ref)
         if "plain_raw" in res:
