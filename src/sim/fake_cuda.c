@@ -1736,6 +1736,24 @@ unsigned long long gsfake_calls(const char *name)
     return 0;
 }
 
+/* Hidden aliases of the entry points: their addresses are the fake's own even
+ * when an interposer (LD_PRELOAD) defines the same names, which a plain
+ * reference from inside this library would bind to. */
+#define FAKE_ALIAS(fn, ...) \
+    extern __typeof__(fn) gsfake_own_##fn __attribute__((alias(#fn), visibility("hidden")));
+GS_FAKE_CU_ALL(FAKE_ALIAS)
+#undef FAKE_ALIAS
+
+void *gsfake_entry(const char *name)
+{
+#define FAKE_ENTRY(fn, ...)             \
+    if (name && strcmp(name, #fn) == 0) \
+        return (void *)gsfake_own_##fn;
+    GS_FAKE_CU_ALL(FAKE_ENTRY)
+#undef FAKE_ENTRY
+    return NULL;
+}
+
 void gsfake_reset(void)
 {
     pthread_once(&once, fake_init);

@@ -61,6 +61,10 @@ unsigned long long gsfake_green_launches(void);  /* of those, on a green context
 unsigned long long gsfake_module_launches(void); /* of those, of a cuModuleGetFunction function */
 unsigned long long gsfake_max_queued(void); /* most kernels a launch found queued on its stream */
 unsigned long long gsfake_calls(const char *name); /* calls of one entry point since reset */
+/* The fake's own function for an entry point name (NULL: not one of its): what
+ * dlsym would give without an interposer, which redirects dlsym but not this
+ * (bench/overhead_sim.c times the two against each other). */
+void *gsfake_entry(const char *name);
 /* Drops all state (allocations, contexts, streams, counters, cuInit) and
  * re-reads the GS_FAKE_* environment: each test starts from a fresh driver. */
 void gsfake_reset(void);
