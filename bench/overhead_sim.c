@@ -86,8 +86,9 @@ int main(int argc, char **argv)
         rounds = 41;
     void *h = dlopen("libcuda.so.1", RTLD_NOW);
     if (!h) {
-        fprintf(stderr, "overhead_sim: cannot load libcuda.so.1 (%s): set LD_LIBRARY_PATH to "
-                        "build/sim\n",
+        fprintf(stderr,
+                "overhead_sim: cannot load libcuda.so.1 (%s): set LD_LIBRARY_PATH to "
+                "build/sim\n",
                 dlerror());
         return 1;
     }

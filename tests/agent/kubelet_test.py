@@ -478,8 +478,10 @@ def shutdown(tmp, dp, pr):
     """SIGTERM right after a kubelet restart, with the agent's Register in
     flight: it exits 0 within a second, whether the kubelet answers (the agent
     serves its call back meanwhile) or keeps Register waiting (the agent leaves
-    the call). The bound asserted is looser (3 s) for loaded machines; the
-    figures are printed."""
+    the call). The bound asserted is looser (3 s) for loaded machines, and
+    looser again under TSan (4.5 s: 3.1 s seen on a loaded CI machine), still
+    below the 5 s Register deadline it must not wait out; the figures are
+    printed."""
     kdir = os.path.join(tmp, "dp5")
     os.makedirs(kdir)
     for hold in (False, True):
@@ -508,7 +510,8 @@ def shutdown(tmp, dp, pr):
             agent.stop()
             kub.stop()
         print("# SIGTERM with Register in flight, %s: exit %s in %.0f ms" % (what, rc, dt * 1000))
-        tap.ok(in_flight and rc == 0 and dt < 3.0,
+        bound = 4.5 if "thread" in os.environ.get("SAN", "") else 3.0
+        tap.ok(in_flight and rc == 0 and dt < bound,
                "SIGTERM with Register in flight (%s): exits 0 in %.0f ms" % (what, dt * 1000),
                "in flight %s, rc %s\n%s" % (in_flight, rc, agent.tail()))
         tap.ok(not any(f.startswith("gpuslice-") for f in os.listdir(kdir)),
