@@ -47,6 +47,13 @@ def mounts(resp):
     return {m.container_path: (m.host_path, m.read_only) for m in resp.container_responses[0].mounts}
 
 
+def slack(bound_s):
+    """A time bound, half again as long under TSan (SAN=thread), which slows the agent
+    and gRPC's threads: the properties timed here (event-driven re-registration, leaving
+    a held call) hold either way, only the margin changes."""
+    return bound_s * 1.5 if "thread" in os.environ.get("SAN", "") else bound_s
+
+
 def wait_for(pred, timeout=5.0, step=0.05):
     return fk.wait_for(pred, timeout, step)
 
@@ -256,8 +263,9 @@ def fractional(tmp, dp, pr):
         kub2.start()
         regs = kub2.wait_registrations(3, timeout=5)
         dt = max((r[0] for r in regs), default=t0 + 99) - t0
-        tap.ok(len(regs) == 3 and all(r[3] is None for r in regs) and dt < 1.0,
-               "re-registers all resources within 1 s of kubelet.sock re-creation (%.0f ms)" % (dt * 1000),
+        tap.ok(len(regs) == 3 and all(r[3] is None for r in regs) and dt < slack(1.0),
+               "re-registers all resources within %g s of kubelet.sock re-creation (%.0f ms)"
+               % (slack(1.0), dt * 1000),
                "%s\n%s" % ([r[1].resource_name for r in regs], agent.tail(10)))
         mem = fk.Plugin(dp, os.path.join(kdir, ep["gpuslice.io/gpu-memory"]))
         q2, _ = mem.watch()
@@ -479,7 +487,7 @@ def shutdown(tmp, dp, pr):
     flight: it exits 0 within a second, whether the kubelet answers (the agent
     serves its call back meanwhile) or keeps Register waiting (the agent leaves
     the call). The bound asserted is looser (3 s) for loaded machines, and
-    looser again under TSan (4.5 s: 3.1 s seen on a loaded CI machine), still
+    slack()'s 4.5 s under TSan (3.1 s seen on a loaded CI machine), still
     below the 5 s Register deadline it must not wait out; the figures are
     printed."""
     kdir = os.path.join(tmp, "dp5")
@@ -510,8 +518,7 @@ def shutdown(tmp, dp, pr):
             agent.stop()
             kub.stop()
         print("# SIGTERM with Register in flight, %s: exit %s in %.0f ms" % (what, rc, dt * 1000))
-        bound = 4.5 if "thread" in os.environ.get("SAN", "") else 3.0
-        tap.ok(in_flight and rc == 0 and dt < bound,
+        tap.ok(in_flight and rc == 0 and dt < slack(3.0),
                "SIGTERM with Register in flight (%s): exits 0 in %.0f ms" % (what, dt * 1000),
                "in flight %s, rc %s\n%s" % (in_flight, rc, agent.tail()))
         tap.ok(not any(f.startswith("gpuslice-") for f in os.listdir(kdir)),
