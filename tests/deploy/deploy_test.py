@@ -19,9 +19,7 @@ import kustomize as kz  # noqa: E402
 
 SRC = kz.SRC
 BUILD = os.environ.get("GS_BUILD_DIR", "build")
-if not kz.debian_kubectl():
-    print("1..0 # SKIP Debian's kubectl (kubernetes-client) not installed: scripts/install-deps.sh")
-    sys.exit(77)
+kz.require_kubectl()
 
 tap = Tap()
 ok = tap.ok

@@ -19,9 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tap import Tap  # noqa: E402
 import kustomize as kz  # noqa: E402
 
-if not kz.debian_kubectl():
-    print("1..0 # SKIP Debian's kubectl (kubernetes-client) not installed: scripts/install-deps.sh")
-    sys.exit(77)
+kz.require_kubectl()
 
 tap = Tap()
 ok = tap.ok

@@ -4,6 +4,7 @@ the oldest the kustomizations are written for). Shared by tests/deploy and
 tests/e2e."""
 import os
 import subprocess
+import sys
 
 import yaml
 
@@ -26,6 +27,16 @@ def debian_kubectl():
     if p.returncode == 0 and p.stdout.split(":")[0] == "kubernetes-client":
         return "/usr/bin/kubectl"
     return UNPACKED if os.access(UNPACKED, os.X_OK) else None
+
+
+def require_kubectl():
+    """Debian's kubectl (debian_kubectl), or the TAP skip line and exit 77 for a test
+    that cannot run without it."""
+    kubectl = debian_kubectl()
+    if not kubectl:
+        print("1..0 # SKIP Debian's kubectl (kubernetes-client) not installed: scripts/install-deps.sh")
+        sys.exit(77)
+    return kubectl
 
 
 def render(rel, kubectl=None):

@@ -26,10 +26,7 @@ try:
 except ImportError as e:
     print("1..0 # SKIP %s (python3-jsonschema, python3-kubernetes)" % e)
     sys.exit(77)
-kubectl = kz.debian_kubectl()
-if not kubectl:
-    print("1..0 # SKIP Debian's kubectl (kubernetes-client) not installed: scripts/install-deps.sh")
-    sys.exit(77)
+kubectl = kz.require_kubectl()
 
 tap = Tap()
 ok = tap.ok
