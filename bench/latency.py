@@ -26,6 +26,9 @@ Variants (--configs, comma-separated):
   gs_guardNpM      gs_guardN with A's prime M microseconds ahead (--prime M)
   gs_bound         A --critical --prime off, B --compute 100 --yield bound
   gs_capN          gs_gate with the guard at its default and B under --compute N --hard-cap
+  gs_dcapN         gs_defaults with B under --compute N --hard-cap (a duty B cannot exceed)
+  gs_pgN, gs_nopg  gs_defaults with B's power guard at N % of the maximum SM clock (B logs
+                   each change of its duty: interposer_said), or off
   mps_t100, mps_t50, mps_t30 plain NVIDIA MPS, B at all threads / 50 % / 30 % active threads
   gs_mps_t100, gs_mps_t70, gs_mps_t50   gpuslice on MPS (--sharing mps): A critical, B
                    best-effort (yield bound, below-normal client priority), B's threads
@@ -133,7 +136,7 @@ def config(name):
 
 def base_config(name):
     """CONFIGS[name], or a variant with its number in the name (gs_guardN[pM], gs_capN,
-    gs_mps_shrinkN)."""
+    gs_dcapN, gs_mps_shrinkN)."""
     if name in CONFIGS:
         return CONFIGS[name]
     m = re.fullmatch(r"gs_guard(\d+)(?:p(\d+))?", name)
@@ -141,10 +144,17 @@ def base_config(name):
         a, b, mps, env = CONFIGS["gs_gate"]
         a = a[:-2] + ["--prime", m.group(2)] if m.group(2) else a
         return a, b[:-2] + ["--guard", m.group(1)], mps, env
-    m = re.fullmatch(r"gs_cap(\d+)", name)
+    if name == "gs_nopg":
+        a, b, mps, env = CONFIGS["gs_defaults"]
+        return a, b + ["--power-guard", "off"], mps, env
+    m = re.fullmatch(r"gs_pg(\d+)", name)
     if m:
-        a, b, mps, env = CONFIGS["gs_gate"]
-        return a, ["--compute", m.group(1), "--hard-cap"], mps, env
+        a, b, mps, env = CONFIGS["gs_defaults"]
+        return a, b + ["--power-guard", m.group(1)], mps, dict(env, GPUSLICE_LOG_LEVEL="debug")
+    m = re.fullmatch(r"gs_(d?)cap(\d+)", name)
+    if m:
+        a, b, mps, env = CONFIGS["gs_defaults" if m.group(1) else "gs_gate"]
+        return a, ["--compute", m.group(2), "--hard-cap"], mps, env
     m = re.fullmatch(r"gs_mps_shrink(\d+)", name)
     if not m:
         return None
@@ -205,14 +215,23 @@ def run_config(name, lead):
         env.update(extra_env)
         if gs is not None:  # the interposer says which yield it ended up using (shrink may fall back)
             env.setdefault("GPUSLICE_LOG_LEVEL", "info")
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        # Each tenant's stderr goes to a file: a pipe read only once both have
+        # ended would fill (64 KiB) under a talkative log level and stall the
+        # tenant in its own write.
+        errf = open(os.path.join(d, f"stderr-{len(procs)}"), "w+")
+        procs.append((subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=errf, text=True), errf))
     outs, said = [], []
-    for p in procs:
-        o, err = p.communicate(timeout=lead + span + 120)
+    for p, errf in procs:
+        o, _ = p.communicate(timeout=lead + span + 120)
+        errf.seek(0)
+        err = errf.read()
+        errf.close()
         line = [x for x in o.splitlines() if x.startswith("{")]
         outs.append(json.loads(line[-1]) if line else {"error": err[-1500:]})
         said.append([x[:300] for x in err.splitlines()
-                     if "gpuslice[interposer" in x and ("yield" in x or "guard" in x or "prime" in x)][:6])
+                     if "gpuslice[interposer" in x and ("yield" in x or "guard" in x or "prime" in x)
+                     and "power guard: duty" not in x][:6]
+                    + [x[:200] for x in err.splitlines() if "power guard: duty" in x][-12:])
     shutil.rmtree(d, ignore_errors=True)  # the two schedules
     smi = sampler.stop(sa) if sampler else None
     ra, rb = outs
@@ -276,7 +295,8 @@ MPS = None
 names = [n for n in args.configs.split(",") if n]
 unknown = [n for n in names if config(n) is None]
 if unknown:
-    sys.exit(f"latency: unknown config(s) {unknown}; known: {sorted(CONFIGS)}, gs_guardN[pM], gs_capN, "
+    sys.exit(f"latency: unknown config(s) {unknown}; known: {sorted(CONFIGS)}, gs_guardN[pM], gs_capN, gs_dcapN, "
+             "gs_pgN, gs_nopg, "
              "gs_mps_shrinkN, each with @NAME of a --build and #TAG")
 mps_error = None
 try:

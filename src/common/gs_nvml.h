@@ -36,6 +36,17 @@ typedef struct nvmlEventSet_st *nvmlEventSet_t;
 #define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
 #define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
 
+/* nvmlClockType_t: the SM clock (nvmlDeviceGetClockInfo, nvmlDeviceGetMaxClockInfo). */
+#define NVML_CLOCK_SM 1
+/* nvmlDeviceGetCurrentClocksEventReasons (formerly ...ThrottleReasons): why
+ * the clocks are below their maximum; the reasons of a power or thermal limit. */
+#define nvmlClocksEventReasonGpuIdle 0x1ull
+#define nvmlClocksEventReasonSwPowerCap 0x4ull
+#define nvmlClocksEventReasonHwSlowdown 0x8ull
+#define nvmlClocksEventReasonSwThermalSlowdown 0x20ull
+#define nvmlClocksEventReasonHwThermalSlowdown 0x40ull
+#define nvmlClocksEventReasonHwPowerBrakeSlowdown 0x80ull
+
 #define nvmlEventTypeSingleBitEccError 0x1ull
 #define nvmlEventTypeDoubleBitEccError 0x2ull
 #define nvmlEventTypePState 0x4ull

@@ -36,6 +36,10 @@ const struct gs_cfg_entry gs_limits_table[] = {
      "latency-critical, timeslice: touch the GPU in this tenant's own context this many "
      "microseconds before its next request is due, so the GPU has switched back from the others' "
      "context (0 = off)"},
+    {"power_guard", GS_CFG_UINT, F(power_guard), 0, 100, "0", NULL,
+     "best-effort: while a latency-critical tenant is active and the GPU's power or thermal "
+     "limit holds its SM clock below this percent of its maximum, use less of the GPU's time, so "
+     "the critical tenant's requests run at that clock (0 = off)"},
     {"context_reserve", GS_CFG_UINT, F(context_reserve), 0, UINT64_MAX, "0", NULL,
      "device memory reserved outside the slice for the CUDA context, bytes"},
     {"simulated", GS_CFG_BOOL, F(simulated), 0, 0, "false", NULL,
@@ -56,6 +60,11 @@ int gs_limits_defaults(struct gs_limits *l)
 int gs_limits_guard_applies(const struct gs_limits *l)
 {
     return l->priority != GS_PRIO_CRITICAL && l->yield == GS_YIELD_GATE;
+}
+
+int gs_limits_power_guard_applies(const struct gs_limits *l)
+{
+    return l->priority != GS_PRIO_CRITICAL;
 }
 
 int gs_limits_prime_applies(const struct gs_limits *l)

@@ -43,6 +43,15 @@ enum gs_exec_sharing { GS_SHARING_TIMESLICE = 0, GS_SHARING_MPS = 1 };
  * key means off (files written before session 8). */
 #define GS_PRIME_MAX_US 100000
 #define GS_PRIME_DEFAULT_US 250
+/* The power guard's clock floor, percent of the GPU's maximum SM clock, the
+ * default of best-effort slices (gpuslice run, the agent): next to an active
+ * latency-critical tenant, a best-effort tenant lowers its duty while the GPU
+ * says its power or thermal limit holds the clock below this
+ * (interposer/compute.h). Measured on the H200 (docs/benchmarks.md, session
+ * 13): B hard-capped at 70 % held 1,830 MHz of 1,980 (92 %) next to a graph
+ * model 10 ms apart, whose p50 came back to 1.01-1.04x; at 80 % 1,740-1,755
+ * MHz (88 %), 1.06-1.07x. A limits file without the key means off. */
+#define GS_POWER_GUARD_DEFAULT_PCT 93
 #define GS_STR_(x) #x
 #define GS_STR(x) GS_STR_(x) /* a constant's value as a string (config defaults) */
 
@@ -58,6 +67,8 @@ struct gs_limits {
     uint64_t green_sms;   /* yield = shrink: SMs kept while a critical tenant is busy, 0 = half */
     uint64_t guard_us;    /* yield = gate: the guard's margin, microseconds (0 = off) */
     uint64_t prime_us;    /* critical, timeslice: the prime's lead, microseconds (0 = off) */
+    uint64_t power_guard; /* best-effort: the SM clock to hold next to a critical tenant,
+                             percent of its maximum (0 = off) */
     uint64_t context_reserve; /* device memory set aside outside the slice for the CUDA context */
     int simulated;            /* the slice lives on the simulated GPU backend */
     char device[96];          /* GPU UUID or index the slice is on */
@@ -70,6 +81,8 @@ extern const size_t gs_limits_table_len;
 int gs_limits_defaults(struct gs_limits *l);
 /* Does the guard (guard_us) apply to this slice: best-effort, yield = gate? */
 int gs_limits_guard_applies(const struct gs_limits *l);
+/* Does the power guard (power_guard) apply: best-effort? */
+int gs_limits_power_guard_applies(const struct gs_limits *l);
 /* Does the prime (prime_us) apply: latency-critical, on time-slicing? */
 int gs_limits_prime_applies(const struct gs_limits *l);
 int gs_limits_load(const char *path, struct gs_limits *l, gs_error *err);

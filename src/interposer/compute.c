@@ -271,6 +271,63 @@ static int before(const struct gs_cc_tenant *t, int i, int j)
     return t[i].key < t[j].key || (t[i].key == t[j].key && i < j);
 }
 
+void gs_cc_power_init(struct gs_cc_power *p, unsigned floor_pct)
+{
+    memset(p, 0, sizeof *p);
+    p->floor_pct = floor_pct > 100 ? 100 : floor_pct;
+    p->duty = 100;
+}
+
+unsigned gs_cc_power_sample(struct gs_cc_power *p, uint64_t now, int limited,
+                            unsigned clock_permille)
+{
+    if (!p->period_end)
+        p->period_end = now + GS_CC_PERIOD_NS;
+    p->n++;
+    p->nlimited += limited != 0;
+    p->clock_sum += clock_permille;
+    if (now < p->period_end)
+        return p->duty;
+    /* The period's verdict: limited in most samples, at its mean clock. */
+    limited = 2 * p->nlimited > p->n;
+    clock_permille = (unsigned)(p->clock_sum / p->n);
+    p->n = p->nlimited = 0;
+    p->clock_sum = 0;
+    p->period_end = now + GS_CC_PERIOD_NS;
+    unsigned floor = p->floor_pct * 10;
+    if (!p->floor_pct) {
+        p->duty = 100;
+    } else if (limited && clock_permille < floor) {
+        p->duty = p->duty > GS_CC_POWER_DUTY_MIN + GS_CC_POWER_DOWN ? p->duty - GS_CC_POWER_DOWN
+                                                                    : GS_CC_POWER_DUTY_MIN;
+        p->calm = 0;
+    } else if (!limited || clock_permille >= floor + GS_CC_POWER_BAND * 10) {
+        if (++p->calm >= GS_CC_POWER_CALM) {
+            p->duty = p->duty + GS_CC_POWER_UP < 100 ? p->duty + GS_CC_POWER_UP : 100;
+            p->calm = 0;
+        }
+    } else {
+        p->calm = 0; /* limited, just above the floor: hold */
+    }
+    return p->duty;
+}
+
+unsigned gs_cc_power_release(struct gs_cc_power *p)
+{
+    gs_cc_power_init(p, p->floor_pct);
+    return p->duty;
+}
+
+int gs_cc_duty_applies(const struct gs_cc_tenant *t, int n, int self)
+{
+    if (t[self].critical || !t[self].duty || t[self].duty >= 100)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (i != self && t[i].critical && t[i].alive)
+            return 1;
+    return 0;
+}
+
 void gs_cc_decide(const struct gs_cc_tenant *t, int n, int self, uint64_t now, uint64_t period,
                   uint64_t debt, struct gs_cc_decision *out)
 {
@@ -357,6 +414,32 @@ static uint64_t crit_horizon(const struct gs_cc_tenant *t, int n, int self, uint
     return until;
 }
 
+/* The power guard's duty, as a bucket of GPU time (compute.h): 0 if a kernel
+ * of ours may go now (its estimated length is taken from the bucket), else
+ * when the bucket will hold one. */
+static uint64_t duty_hold(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n, int self,
+                          uint64_t now)
+{
+    if (!gs_cc_duty_applies(t, n, self)) {
+        me->duty_at = 0;
+        return 0;
+    }
+    unsigned duty = t[self].duty;
+    uint64_t need = me->kernel_ns ? me->kernel_ns : GS_CC_POWER_KERNEL_NS;
+    uint64_t full = need > GS_CC_POWER_BURST_NS ? need : GS_CC_POWER_BURST_NS;
+    if (!me->duty_at)
+        me->duty_tokens = full;
+    else if (now > me->duty_at)
+        me->duty_tokens += (now - me->duty_at) * duty / 100;
+    if (me->duty_tokens > full)
+        me->duty_tokens = full;
+    me->duty_at = now;
+    if (me->duty_tokens < need)
+        return now + (need - me->duty_tokens) * 100 / duty + 1;
+    me->duty_tokens -= need;
+    return 0;
+}
+
 enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,
                                       int self, uint64_t now, uint64_t period, uint64_t *wait_until)
 {
@@ -371,6 +454,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     me->until = 0;
     me->critical_recent = d.critical_recent;
     me->guard_held = 0;
+    me->power_held = 0;
     uint64_t hold = 0; /* the guard holds gated tenants only (not critical, not bound) */
     if (me->guard_ns && !t[self].critical && !t[self].bound &&
         guard_observe(me, t, n, self, d.critical_busy) && d.go && !d.gated_by_critical) {
@@ -388,6 +472,12 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         if (d.go && hold) {
             me->guard_held = 1;
             *wait_until = hold;
+            return GS_CC_WAIT;
+        }
+        uint64_t spent = d.go ? duty_hold(me, t, n, self, now) : 0;
+        if (spent) {
+            me->power_held = 1;
+            *wait_until = spent;
             return GS_CC_WAIT;
         }
         if (d.go) {
@@ -444,6 +534,12 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         if (hold) {
             me->guard_held = 1;
             *wait_until = hold < me->window_end ? hold : me->window_end;
+            return GS_CC_WAIT;
+        }
+        uint64_t spent = duty_hold(me, t, n, self, now);
+        if (spent) {
+            me->power_held = 1;
+            *wait_until = spent < me->window_end ? spent : me->window_end;
             return GS_CC_WAIT;
         }
         me->until = crit_horizon(t, n, self, now, me->window_end);

@@ -102,6 +102,8 @@ struct gs_cc_tenant {
                                  learnt itself (gs_cc_rhythm; 0: none, or no rhythm) */
     uint64_t crit_gap_max_ns; /* ... and the longest */
     int window_busy;          /* share-controlled: in its window or draining it */
+    unsigned duty;            /* ours only: the power guard's duty (below), percent; 0 or
+                                 100: none. Not published. */
 };
 
 struct gs_cc_decision {
@@ -135,6 +137,10 @@ struct gs_cc_self {
     uint64_t gaps[GS_CC_GUARD_GAPS]; /* their last gaps between requests */
     unsigned ngaps;
     int guard_held; /* the last decision held a launch for the guard */
+    /* The power guard's duty (tenant.duty) as a bucket of GPU time: */
+    uint64_t duty_tokens; /* what it holds, ns */
+    uint64_t duty_at;     /* when last filled (0: not in use) */
+    int power_held;       /* the last decision held a launch for the duty */
     /* gs_cc_step's own: */
     uint64_t drain_start; /* when the drain under way began */
     uint64_t pub_demand;  /* what we last published: demand (io->publish) ... */
@@ -290,5 +296,63 @@ int gs_cc_kernel_sample_clean(uint64_t start, uint64_t crit_launch_ns, uint64_t 
 int gs_cc_critical_busy(const struct gs_cc_tenant *t, uint64_t now);
 /* ... or was its work seen finished less than GS_CC_CRIT_LINGER_NS ago? */
 int gs_cc_critical_recent(const struct gs_cc_tenant *t, uint64_t now);
+
+/* The power guard (a best-effort tenant next to a latency-critical one; the
+ * slice's power_guard: the SM clock to hold, percent of its maximum, 0 =
+ * off). A power-limited GPU lowers its clock for everyone once the work on
+ * it draws its limit: a best-effort GEMM loop in the critical tenant's gaps
+ * holds an H200 at 700 W and ~1,700 MHz of its 1,980, and every request of
+ * the critical tenant runs at that clock (up to 1.2x its p99). The
+ * best-effort tenant samples the GPU every GS_CC_POWER_SAMPLE_NS while a
+ * critical tenant is active (launched within GS_CC_POWER_ACTIVE_NS), and
+ * once per GS_CC_PERIOD_NS looks at the period's samples (one period: its
+ * window and the rest, whatever their phase): while the GPU reported its
+ * clock held down by its power or thermal limit (in most samples) below the
+ * floor (on average), it lowers its duty by GS_CC_POWER_DOWN points, to
+ * GS_CC_POWER_DUTY_MIN at least; after GS_CC_POWER_CALM periods in a row
+ * clear of it (not limited, or GS_CC_POWER_BAND points above the floor) it
+ * gives GS_CC_POWER_UP back. Without an active critical tenant the duty is
+ * 100 (all). So it costs nothing where the GPU is not power-bound (a small
+ * model, memory-bound work, a GPU under its limit). docs/compute.md.
+ *
+ * The duty is the fraction of the time our kernels may keep the GPU busy,
+ * kept at the scale of a few kernels, not of a period: a bucket fills with
+ * GPU time at the duty's rate, up to GS_CC_POWER_BURST_NS (or one kernel),
+ * and each launch takes our kernels' estimated length (kernel_ns, else
+ * GS_CC_POWER_KERNEL_NS). Idle spread that fine keeps the GPU's power, and
+ * so its clock, steady; as windows of a 200 ms period (a hard cap) the
+ * clock swung with them, and every request in our window met the low one
+ * (the H200, session 13: the median came down, the p99 did not). */
+#define GS_CC_POWER_SAMPLE_NS (25ull * 1000 * 1000)
+#define GS_CC_POWER_ACTIVE_NS (1000ull * 1000 * 1000)
+#define GS_CC_POWER_DUTY_MIN 25
+#define GS_CC_POWER_DOWN 5
+#define GS_CC_POWER_UP 2
+#define GS_CC_POWER_CALM 3
+#define GS_CC_POWER_BAND 2
+#define GS_CC_POWER_BURST_NS (2ull * 1000 * 1000)
+#define GS_CC_POWER_KERNEL_NS (200ull * 1000)
+struct gs_cc_power {
+    unsigned floor_pct; /* the clock to hold, percent of its maximum (0: off) */
+    unsigned duty;      /* percent of each period we may use (100: all) */
+    unsigned calm;      /* periods in a row clear of the floor */
+    /* The samples of the period under way: */
+    uint64_t period_end; /* when it is looked at (0: at the first sample's + a period) */
+    unsigned n, nlimited;
+    uint64_t clock_sum;
+};
+void gs_cc_power_init(struct gs_cc_power *p, unsigned floor_pct);
+/* One sample of the GPU at now: limited (its clock held down by its power
+ * or thermal limit, not idle), and its SM clock in permille of its maximum.
+ * Returns the duty (changed once a period). */
+unsigned gs_cc_power_sample(struct gs_cc_power *p, uint64_t now, int limited,
+                            unsigned clock_permille);
+/* No critical tenant active: the whole period back (returns the duty, 100). */
+unsigned gs_cc_power_release(struct gs_cc_power *p);
+/* The duty the tenants' table carries for us (tenant.duty) applies: we are
+ * best-effort, our guard limits us, and a critical tenant is alive. The
+ * decision (gs_cc_before_launch) then holds a launch the bucket has no room
+ * for (gs_cc_self.power_held). */
+int gs_cc_duty_applies(const struct gs_cc_tenant *t, int n, int self);
 
 #endif

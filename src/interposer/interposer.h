@@ -122,5 +122,6 @@ void gs_launch_after_fork(void); /* launch.c */
 void gs_ring_after_fork(void);   /* ring.c */
 void gs_green_after_fork(void);  /* green.c */
 void gs_prime_after_fork(void);  /* prime.c */
+void gs_power_after_fork(void);  /* power.c */
 
 #endif

@@ -4,7 +4,7 @@
  *
  * The hot path, for a tenant inside its window with no critical tenant
  * around, is one vDSO clock read and a compare: no lock, no system call
- * (and one launch in EVENT_EVERY takes ring.lock to record an event). With
+ * (and a launch that records an event, one in many, takes ring.lock). With
  * a critical tenant around, each launch takes ring.lock to wait for the
  * previous kernel (ring.c) and to record its own. The slow path (window
  * boundaries, the guard, a critical tenant active) runs the controller's
@@ -24,6 +24,7 @@
  *   green.lock   (green.c) making the green context, and each record-and-wait
  *                pair of event calls; never across a launch.
  *   pr.lock, start_lock (prime.c) the prime's learnt gaps; starting its thread.
+ *   pw.lock      (power.c) NVML, while one thread samples the GPU's clock.
  * None of them is taken while another is held: there is no order to keep.
  * Fields the hot path reads without a lock are atomics (cc.until,
  * cc.last_demand, cc.depth, cc.shrink_now, gs_peers_critical, ring.n, ...).
@@ -45,9 +46,6 @@
  * so the best-effort tenant does not idle the GPU between its own kernels for
  * good (docs/compute.md). */
 enum { CRIT_QUEUED_RECENT = 0, CRIT_QUEUED = 1 };
-/* Without a critical tenant, one event per EVENT_EVERY launches keeps a
- * window's queue (and so the drain at its end) short. */
-#define EVENT_EVERY 16
 /* The hot path republishes our demand at most this often. */
 #define DEMAND_PUBLISH_NS (1000ull * 1000)
 
@@ -71,6 +69,12 @@ static struct {
      * ledger's crit_rhythm for the best-effort tenants' guards; under lock. */
     struct gs_cc_prime rhythm;
     uint64_t charged_published; /* of self.charged_ns, what is in the ledger's gpu_ns */
+    uint64_t paced_launches;    /* gs_ring_launches() at the last drain */
+    /* The power guard (compute.h): its duty under lock; when to sample next,
+     * and whether a critical tenant was active at the last look, atomics. */
+    struct gs_cc_power power;
+    _Atomic uint64_t power_next;
+    _Atomic int power_crit_active;
 } cc = {.lock = PTHREAD_MUTEX_INITIALIZER,
         .drain_over = PTHREAD_COND_INITIALIZER,
         .depth = CRIT_QUEUED};
@@ -83,6 +87,9 @@ void gs_launch_init(const char *state_dir)
         return;
     int gated = gs_limits_guard_applies(&gs_g.limits);
     cc.self.guard_ns = gated ? gs_g.limits.guard_us * 1000 : 0;
+    gs_cc_power_init(&cc.power, gs_limits_power_guard_applies(&gs_g.limits)
+                                    ? (unsigned)gs_g.limits.power_guard
+                                    : 0);
     if (gs_g.limits.guard_us && !gated)
         GS_LOGW("guard_us = %llu ignored: the guard is for best-effort slices with yield = gate",
                 (unsigned long long)gs_g.limits.guard_us);
@@ -173,7 +180,52 @@ static int io_read_peers(void *ctx, uint64_t now, struct gs_cc_tenant *t, int *s
 {
     (void)ctx;
     gs_peers_refresh(now);
-    return gs_peers_view(t, self);
+    int n = gs_peers_view(t, self);
+    /* The power guard: is a critical tenant active (for the next sample),
+     * and our duty, for the decision. */
+    int active = 0;
+    for (int i = 0; i < n && cc.power.floor_pct; i++)
+        active |= i != *self && t[i].critical && t[i].alive && t[i].crit_launch_ns &&
+                  t[i].crit_launch_ns + GS_CC_POWER_ACTIVE_NS > now;
+    atomic_store_explicit(&cc.power_crit_active, active, memory_order_relaxed);
+    t[*self].duty = cc.power.duty;
+    return n;
+}
+
+/* The power guard's sample, every GS_CC_POWER_SAMPLE_NS on the slow path,
+ * by one thread, outside cc.lock (NVML's first call opens it). */
+static void power_tick(void)
+{
+    if (!cc.power.floor_pct)
+        return;
+    uint64_t now = gs_clock_ns(), next = atomic_load_explicit(&cc.power_next, memory_order_relaxed);
+    if (now < next ||
+        !atomic_compare_exchange_strong(&cc.power_next, &next, now + GS_CC_POWER_SAMPLE_NS))
+        return;
+    int limited = 0;
+    unsigned clock = 0;
+    int active = atomic_load_explicit(&cc.power_crit_active, memory_order_relaxed);
+    if (active && gs_power_read(&limited, &clock) < 0) {
+        pthread_mutex_lock(&cc.lock);
+        gs_cc_power_init(&cc.power, 0); /* off for good */
+        pthread_mutex_unlock(&cc.lock);
+        return;
+    }
+    pthread_mutex_lock(&cc.lock);
+    unsigned was = cc.power.duty;
+    unsigned duty = active ? gs_cc_power_sample(&cc.power, now, limited, clock)
+                           : gs_cc_power_release(&cc.power);
+    pthread_mutex_unlock(&cc.lock);
+    if (duty == was)
+        return;
+    static _Atomic int said;
+    if (duty < was && !atomic_exchange_explicit(&said, 1, memory_order_relaxed))
+        GS_LOGI("power guard: the GPU's power limit holds its clock at %.1f %% of its maximum "
+                "(below %u %%) next to a latency-critical tenant: this tenant now uses at most "
+                "%u %% of the GPU's time (said once; debug level logs each change)",
+                clock / 10.0, cc.power.floor_pct, duty);
+    GS_LOGD("power guard: duty %u %% (clock %.1f %% of its maximum%s%s)", duty, clock / 10.0,
+            limited ? ", held by a limit" : "", active ? "" : "; no critical tenant active");
 }
 
 static void io_publish(void *ctx, uint64_t demand_ns, int window_busy)
@@ -196,12 +248,20 @@ static int io_drain(void *ctx, uint64_t *last_launch, uint64_t *last_sync)
 {
     (void)ctx;
     cc.draining = 1;
+    uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
     pthread_mutex_unlock(&cc.lock);
     gs_ring_trim(0, 0, kernel_seen);
     if (gs_g.real.cuCtxSynchronize)
         gs_g.real.cuCtxSynchronize();
     *last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
     *last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
+    /* The window's GPU time per launch (as the window is charged: to when
+     * its work finished) paces the next window's events. */
+    uint64_t done = gs_cc_work_finished(drain_start, gs_clock_ns(), *last_launch, *last_sync);
+    uint64_t launches = gs_ring_launches();
+    if (from && done > from)
+        gs_ring_pace(done - from, launches - cc.paced_launches);
+    cc.paced_launches = launches;
     pthread_mutex_lock(&cc.lock);
     cc.draining = 0;
     pthread_cond_broadcast(&cc.drain_over);
@@ -262,6 +322,7 @@ static const struct gs_cc_io io = {
  * another thread of ours has come meanwhile (it opens it for itself). */
 static void cc_slow(void)
 {
+    power_tick();
     uint64_t wait, until = 0, decision = 0;
     for (int round = 0; round < 2; round++) {
         relock();
@@ -330,7 +391,7 @@ static inline void cc_after(CUstream s)
     }
     int crit = gs_peers_any_critical();
     if (gs_g.limits.compute || crit)
-        gs_ring_record(s, crit ? 1 : EVENT_EVERY);
+        gs_ring_record(s, crit);
 }
 
 static inline void count_launch(void)
@@ -475,4 +536,9 @@ void gs_launch_after_fork(void)
     atomic_store(&cc.request_from, 0);
     memset(&cc.rhythm, 0, sizeof cc.rhythm);
     cc.charged_published = 0;
+    cc.paced_launches = 0;
+    unsigned floor = cc.power.floor_pct;
+    gs_cc_power_init(&cc.power, floor);
+    atomic_store(&cc.power_next, 0);
+    atomic_store(&cc.power_crit_active, 0);
 }

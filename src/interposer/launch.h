@@ -3,7 +3,8 @@
  * controller; it uses:
  *   peers.c  who else is on this GPU, and what each publishes;
  *   ring.c   events after our launches, to bound and to wait for our queued work;
- *   green.c  yield = shrink's green context.
+ *   green.c  yield = shrink's green context;
+ *   power.c  the power guard's view of the GPU (NVML).
  * Their locks, and the rule between them, are listed in launch.c. */
 #ifndef GS_INTERPOSER_LAUNCH_H
 #define GS_INTERPOSER_LAUNCH_H
@@ -37,8 +38,16 @@ static inline int gs_peers_any_critical(void)
 
 enum { GS_RING_SLOTS = 4 }; /* events outstanding at most */
 
-/* Records an event on s after every `every`-th launch (1: after each). */
-void gs_ring_record(CUstream s, int every);
+/* After a launch on s: records an event on s, after each launch next to a
+ * critical tenant (crit), otherwise after every gs_ring_pace-th one, first
+ * waiting (a while at most) for the oldest when GS_RING_SLOTS are outstanding. */
+void gs_ring_record(CUstream s, int crit);
+/* Launches gs_ring_record has seen, in all. */
+uint64_t gs_ring_launches(void);
+/* Paces the events from our last window: its GPU time and its launches.
+ * gs_ring_pace_every is the launches per event it sets (0: none to set). */
+void gs_ring_pace(uint64_t gpu_ns, uint64_t launches);
+unsigned gs_ring_pace_every(uint64_t gpu_ns, uint64_t launches);
 /* Waits while more than max events are outstanding, for the oldest; next to
  * a critical tenant (crit) with nothing to be queued (max 0) it spins first.
  * A wait that saw a kernel of ours run alone (nothing of ours before it)
@@ -46,6 +55,13 @@ void gs_ring_record(CUstream s, int every);
 typedef void gs_ring_seen_fn(uint64_t start, uint64_t end);
 /* Returns 1 when it had to wait for a kernel of ours to finish. */
 int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen);
+
+/* ---- power.c: the GPU's clock, for the power guard ---------------------- */
+
+/* 0 with *limited (a power or thermal limit holds the clock) and the SM
+ * clock in permille of its maximum; -1 if NVML cannot say (then never
+ * again in this process: said once). Opens NVML on first use. */
+int gs_power_read(int *limited, unsigned *clock_permille);
 
 /* ---- green.c: yield = shrink ------------------------------------------- */
 

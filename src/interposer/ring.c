@@ -1,20 +1,24 @@
 /* Events after our launches: with a critical tenant around, one after every
  * launch, so that before the next we can wait until at most one kernel of
  * ours is queued (and a request of the critical tenant finds at most one
- * in front of it); otherwise one every EVENT_EVERY launches (launch.c), so
- * that a window's end waits for little. The ring holds the last
- * GS_RING_SLOTS; a full ring records the newest over its oldest slot, so a
- * wait for the oldest then waits for the newest work, which covers it all.
+ * in front of it). Otherwise one per ring.every launches, paced so that an
+ * event covers about COVER_NS of our GPU work (gs_ring_pace, from the last
+ * window's GPU time per launch), and a launch that would record a fifth
+ * while GS_RING_SLOTS are outstanding first waits for the oldest: what we
+ * keep queued is about GS_RING_SLOTS x COVER_NS of work whatever the size
+ * of our kernels, so a window's end waits for little. Tiny kernels then
+ * record an event once in hundreds of launches, big ones after each.
  *
  * ring.lock guards the slots: it is held for their bookkeeping and for the
  * driver's event calls on them (create, record, query: none of them waits for
  * the GPU), never across a sleep, a spin or a launch, and no other lock is
- * taken under it. The counter of launches since the last event is an atomic:
- * a launch that records nothing takes no lock. */
+ * taken under it. The launch counters are atomics: a launch that records
+ * nothing takes no lock. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 
+#include "common/log.h"
 #include "interposer/clock.h"
 #include "interposer/launch.h"
 
@@ -30,6 +34,17 @@
 /* Poll rather than block in the driver: cheap, and a critical tenant's
  * arrival is seen within the poll interval. */
 #define POLL_NS (20ull * 1000)
+/* Without a critical tenant: the GPU work one event should cover, and the
+ * bounds of the launches per event (before the first window's pace: START). */
+#define COVER_NS (1000ull * 1000)
+enum { EVERY_START = 4, EVERY_MAX = 1024 };
+/* A launch waits at most this long for the oldest event of a full ring
+ * (waiting for our own work on the GPU costs us nothing: more of it is
+ * queued behind). Work that does not finish meanwhile is very long, or waits
+ * on the host (a kernel that spins on a flag the application sets after more
+ * launches): the queue is then left unbounded until the next drain, so the
+ * wait never deadlocks. */
+#define FULL_WAIT_MAX_NS (50ull * 1000 * 1000)
 
 static struct {
     pthread_mutex_t lock;
@@ -38,17 +53,38 @@ static struct {
     uint64_t seq[GS_RING_SLOTS];       /* which recording it holds (1, 2, ...) */
     unsigned char solo[GS_RING_SLOTS]; /* ... with nothing of ours before it on the GPU */
     int head;
-    _Atomic int n;          /* outstanding; read without the lock to see there is nothing to do */
-    uint64_t recorded;      /* recordings so far */
-    _Atomic unsigned since; /* launches since the last event */
-} ring = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    _Atomic int n;     /* outstanding; read without the lock to see there is nothing to do */
+    uint64_t recorded; /* recordings so far */
+    _Atomic uint64_t launches; /* launches counted here, in all */
+    _Atomic uint64_t last;     /* ... at the last recording */
+    _Atomic unsigned every;    /* without a critical tenant: launches per event */
+    _Atomic int unbounded;     /* a full ring's wait timed out: none until a drain */
+} ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START};
 
-void gs_ring_record(CUstream s, int every)
+static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int *timed_out);
+
+void gs_ring_record(CUstream s, int crit)
 {
-    unsigned k = atomic_fetch_add_explicit(&ring.since, 1, memory_order_relaxed) + 1;
-    if (k < (unsigned)every || !gs_g.real.cuEventRecord)
+    uint64_t k = atomic_fetch_add_explicit(&ring.launches, 1, memory_order_relaxed) + 1;
+    unsigned every = crit ? 1 : atomic_load_explicit(&ring.every, memory_order_relaxed);
+    if (k - atomic_load_explicit(&ring.last, memory_order_relaxed) < every ||
+        !gs_g.real.cuEventRecord)
         return;
-    atomic_store_explicit(&ring.since, 0, memory_order_relaxed);
+    atomic_store_explicit(&ring.last, k, memory_order_relaxed);
+    if (!crit && atomic_load_explicit(&ring.n, memory_order_relaxed) >= GS_RING_SLOTS &&
+        !atomic_load_explicit(&ring.unbounded, memory_order_relaxed)) {
+        int timed_out = 0;
+        trim(GS_RING_SLOTS - 1, 0, NULL, gs_clock_ns() + FULL_WAIT_MAX_NS, &timed_out);
+        if (timed_out) {
+            static _Atomic int said;
+            atomic_store_explicit(&ring.unbounded, 1, memory_order_relaxed);
+            if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
+                GS_LOGI("the oldest of our queued work did not finish in %.0f ms (a long kernel, "
+                        "or one waiting on the host): our queue is left unbounded until the "
+                        "window's end (said once)",
+                        (double)FULL_WAIT_MAX_NS / 1e6);
+        }
+    }
     pthread_mutex_lock(&ring.lock);
     int n = atomic_load_explicit(&ring.n, memory_order_relaxed);
     int slot = (ring.head + n) % GS_RING_SLOTS; /* full: the oldest, recorded anew */
@@ -57,7 +93,7 @@ void gs_ring_record(CUstream s, int every)
         ring.ev[slot] = NULL;
     else if (gs_g.real.cuEventRecord(ring.ev[slot], s) == CUDA_SUCCESS) {
         ring.t[slot] = gs_clock_ns();
-        ring.solo[slot] = n == 0 && every == 1;
+        ring.solo[slot] = n == 0 && crit;
         ring.seq[slot] = ++ring.recorded;
         if (n < GS_RING_SLOTS)
             atomic_store_explicit(&ring.n, n + 1, memory_order_relaxed);
@@ -65,10 +101,43 @@ void gs_ring_record(CUstream s, int every)
     pthread_mutex_unlock(&ring.lock);
 }
 
+uint64_t gs_ring_launches(void)
+{
+    return atomic_load_explicit(&ring.launches, memory_order_relaxed);
+}
+
+unsigned gs_ring_pace_every(uint64_t gpu_ns, uint64_t launches)
+{
+    if (!launches)
+        return 0;
+    uint64_t per = gpu_ns / launches;
+    uint64_t every = per ? COVER_NS / per : EVERY_MAX;
+    return every < 1 ? 1 : every > EVERY_MAX ? EVERY_MAX : (unsigned)every;
+}
+
+void gs_ring_pace(uint64_t gpu_ns, uint64_t launches)
+{
+    unsigned every = gs_ring_pace_every(gpu_ns, launches);
+    if (!every)
+        return;
+    unsigned was = atomic_exchange_explicit(&ring.every, every, memory_order_relaxed);
+    if (every >= 2 * was || was >= 2 * every)
+        GS_LOGD("events: one per %u launches (%llu launches in %.2f ms of the last window)", every,
+                (unsigned long long)launches, (double)gpu_ns / 1e6);
+}
+
 int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
 {
-    if (atomic_load_explicit(&ring.n, memory_order_relaxed) <= max)
+    return trim(max, crit, seen, UINT64_MAX, NULL);
+}
+
+static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int *timed_out)
+{
+    if (atomic_load_explicit(&ring.n, memory_order_relaxed) <= max) {
+        if (max == 0)
+            atomic_store_explicit(&ring.unbounded, 0, memory_order_relaxed);
         return 0;
+    }
     int waited = 0;
     uint64_t spin_until = 0, waited_for = 0; /* the recording we waited for (0: none) */
     pthread_mutex_lock(&ring.lock);
@@ -79,6 +148,10 @@ int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
             waited = 1;
             pthread_mutex_unlock(&ring.lock);
             uint64_t now = gs_clock_ns();
+            if (now >= deadline) {
+                *timed_out = 1;
+                return waited;
+            }
             if (crit && max == 0 && !spin_until)
                 spin_until = now + SPIN_NS;
             if (now < spin_until)
@@ -101,6 +174,8 @@ int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
         }
     }
     pthread_mutex_unlock(&ring.lock);
+    if (max == 0) /* everything of ours seen finished */
+        atomic_store_explicit(&ring.unbounded, 0, memory_order_relaxed);
     return waited;
 }
 
@@ -114,5 +189,8 @@ void gs_ring_after_fork(void)
     ring.head = 0;
     atomic_store(&ring.n, 0);
     ring.recorded = 0;
-    atomic_store(&ring.since, 0);
+    atomic_store(&ring.launches, 0);
+    atomic_store(&ring.last, 0);
+    atomic_store(&ring.every, EVERY_START);
+    atomic_store(&ring.unbounded, 0);
 }

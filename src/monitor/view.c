@@ -376,6 +376,7 @@ static cJSON *slice_json(const struct gs_view_row *r)
     cJSON_AddNumberToObject(o, "green_sms", (double)r->lim.green_sms);
     cJSON_AddNumberToObject(o, "guard_us", (double)r->lim.guard_us);
     cJSON_AddNumberToObject(o, "prime_us", (double)r->lim.prime_us);
+    cJSON_AddNumberToObject(o, "power_guard_percent", (double)r->lim.power_guard);
     cJSON_AddNumberToObject(o, "allocations", (double)r->allocs);
     cJSON_AddNumberToObject(o, "refused_by_cap", (double)r->ooms);
     cJSON_AddNumberToObject(o, "launches", (double)r->launches);

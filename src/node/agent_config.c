@@ -79,6 +79,11 @@ const struct gs_cfg_entry gs_agent_config_table[] = {
      "best-effort slices that gate (critical_yield gate, or auto on timeslice): in a realtime "
      "slice's gaps, launch only kernels that should end this many microseconds before its next "
      "request is due (0 = off; docs/compute.md)"},
+    {"besteffort_power_guard", GS_CFG_UINT, F(besteffort_power_guard), 0, 100,
+     GS_STR(GS_POWER_GUARD_DEFAULT_PCT), NULL,
+     "best-effort slices: while a realtime slice is active and the GPU's power or thermal limit "
+     "holds its SM clock below this percent of its maximum, use less of the GPU's time, so the "
+     "realtime slice's requests run at that clock (0 = off; docs/compute.md)"},
     {"critical_prime_us", GS_CFG_UINT, F(critical_prime_us), 0, GS_PRIME_MAX_US,
      GS_STR(GS_PRIME_DEFAULT_US), NULL,
      "realtime slices on compute_sharing timeslice: touch the GPU in the slice's own context this "

@@ -42,10 +42,12 @@ struct gs_agent_config {
     int mps_daemon;         /* enum gs_agent_mps_daemon: who runs the MPS control daemon */
     char mps_control[256];  /* auto: NVIDIA's control program, a name in PATH or a host path */
     char mps_log_dir[256];  /* auto: the daemon's CUDA_MPS_LOG_DIRECTORY on the host */
-    uint64_t mps_check_interval;     /* seconds between checks that the daemon answers */
-    uint64_t besteffort_green_sms;   /* critical_yield = shrink: SMs kept, 0 = half the GPU */
-    uint64_t besteffort_guard_us;    /* gating best-effort slices: the guard's margin, 0 = off */
-    uint64_t critical_prime_us;      /* realtime slices on timeslice: the prime's lead, 0 = off */
+    uint64_t mps_check_interval;   /* seconds between checks that the daemon answers */
+    uint64_t besteffort_green_sms; /* critical_yield = shrink: SMs kept, 0 = half the GPU */
+    uint64_t besteffort_guard_us;  /* gating best-effort slices: the guard's margin, 0 = off */
+    uint64_t critical_prime_us;    /* realtime slices on timeslice: the prime's lead, 0 = off */
+    uint64_t
+        besteffort_power_guard; /* best-effort slices: the power guard's clock floor, %, 0 = off */
     uint64_t besteffort_mps_threads; /* MPS active thread % for best-effort slices, 0 = all */
     int device_list_strategy;        /* enum gs_dls */
     char cdi_kind[64];

@@ -243,6 +243,7 @@ void gs_resources_fill_limits(const struct gs_resources *rs, const struct gs_inv
     l->priority = critical ? GS_PRIO_CRITICAL : GS_PRIO_BEST_EFFORT;
     l->guard_us = gs_limits_guard_applies(l) ? c->besteffort_guard_us : 0;
     l->prime_us = gs_limits_prime_applies(l) ? c->critical_prime_us : 0;
+    l->power_guard = gs_limits_power_guard_applies(l) ? c->besteffort_power_guard : 0;
     l->mps_threads =
         critical || c->compute_sharing != GS_SHARING_MPS ? 0 : c->besteffort_mps_threads;
     l->context_reserve = rs->context_reserve[gpu];

@@ -24,16 +24,18 @@
 #include "common/quantity.h"
 #include "contract/slice.h"
 
-/* An option of microseconds or "off" (0) into the limits' key, or -1 with the
- * limits table's reason said (--guard, --prime). */
-static int set_us_or_off(struct gs_limits *lim, const char *key, const char *opt, const char *arg)
+/* An option of a number or "off" (0) into the limits' key, or -1 with the
+ * limits table's reason said (--guard, --prime: microseconds; --power-guard:
+ * percent). */
+static int set_or_off(struct gs_limits *lim, const char *key, const char *opt, const char *arg,
+                      const char *unit)
 {
     gs_error err = {0};
     if (!strcmp(arg, "off"))
         arg = "0";
     if (gs_config_set(gs_limits_table, gs_limits_table_len, lim, key, arg, &err) == 0)
         return 0;
-    fprintf(stderr, "gpuslice run: %s: %s (microseconds, or off)\n", opt, err.msg);
+    fprintf(stderr, "gpuslice run: %s: %s (%s, or off)\n", opt, err.msg, unit);
     return -1;
 }
 
@@ -59,6 +61,10 @@ static void run_usage(FILE *out)
             "                  command's own context US microseconds before its next request\n"
             "                  is due (learnt from its last gaps), so the GPU has switched back\n"
             "                  from a best-effort tenant's context by then; default 250\n"
+            "  --power-guard P|off  as a best-effort command next to an active critical\n"
+            "                  one: while the GPU's power limit holds its SM clock below P %%\n"
+            "                  of its maximum, use less of the GPU's time (down to a quarter),\n"
+            "                  so the critical command's requests keep the clock; default 93\n"
             "  --sharing S     timeslice (contexts take turns, the default) or mps (run side by\n"
             "                  side as clients of a running NVIDIA MPS daemon; critical tenants\n"
             "                  get normal client priority, best-effort ones below normal)\n"
@@ -242,13 +248,14 @@ int gs_cmd_run(int argc, char **argv)
         {"green-sms", required_argument, 0, 'g'},
         {"guard", required_argument, 0, 'G'},
         {"prime", required_argument, 0, 'P'},
+        {"power-guard", required_argument, 0, 'W'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     struct gs_limits lim;
     gs_limits_defaults(&lim);
     int simulated = 0, keep = 0, have_mem = 0, have_cpu = 0, have_yield = 0, have_guard = 0,
-        have_prime = 0;
+        have_prime = 0, have_power = 0;
     char root[PATH_MAX] = "";
     gs_error err = {0};
     int c;
@@ -311,12 +318,17 @@ int gs_cmd_run(int argc, char **argv)
             break;
         case 'G':
             have_guard = 1;
-            if (set_us_or_off(&lim, "guard_us", "--guard", optarg) < 0)
+            if (set_or_off(&lim, "guard_us", "--guard", optarg, "microseconds") < 0)
                 return 2;
             break;
         case 'P':
             have_prime = 1;
-            if (set_us_or_off(&lim, "prime_us", "--prime", optarg) < 0)
+            if (set_or_off(&lim, "prime_us", "--prime", optarg, "microseconds") < 0)
+                return 2;
+            break;
+        case 'W':
+            have_power = 1;
+            if (set_or_off(&lim, "power_guard", "--power-guard", optarg, "percent 0-100") < 0)
                 return 2;
             break;
         case 'S': simulated = 1; break;
@@ -362,6 +374,14 @@ int gs_cmd_run(int argc, char **argv)
     }
     if (!have_prime && primes)
         lim.prime_us = GS_PRIME_DEFAULT_US;
+    int powers = gs_limits_power_guard_applies(&lim);
+    if (lim.power_guard && !powers) {
+        fprintf(stderr, "gpuslice run: --power-guard is for a best-effort command (it lowers "
+                        "this command's use of the GPU for a latency-critical one's sake)\n");
+        return 2;
+    }
+    if (!have_power && powers)
+        lim.power_guard = GS_POWER_GUARD_DEFAULT_PCT;
     if (lim.compute_mode == GS_COMPUTE_CAP && !have_cpu) {
         fprintf(stderr, "gpuslice run: --hard-cap needs --compute N\n");
         return 2;
@@ -421,6 +441,7 @@ int gs_cmd_run(int argc, char **argv)
     lim.green_sms = want.green_sms;
     lim.guard_us = want.guard_us;
     lim.prime_us = want.prime_us;
+    lim.power_guard = want.power_guard;
     lim.simulated = simulated;
     if (!have_mem)
         lim.memory = 0;
@@ -503,6 +524,11 @@ int gs_cmd_run(int argc, char **argv)
                 "  guard  : next to a latency-critical tenant, kernels go out in its gaps only if "
                 "they should end %llu us before its next request\n",
                 (unsigned long long)lim.guard_us);
+    if (lim.power_guard)
+        fprintf(stderr,
+                "  power  : next to an active latency-critical tenant, uses less of the GPU while "
+                "its power limit holds the clock below %llu %% of its maximum\n",
+                (unsigned long long)lim.power_guard);
     if (lim.prime_us)
         fprintf(stderr,
                 "  prime  : the GPU is switched back to this command's context %llu us before "

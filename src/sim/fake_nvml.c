@@ -1,7 +1,10 @@
 /* A fake NVML: $(BUILD)/sim/libnvidia-ml.so.1, for the agent, monitor and
  * doctor on machines without a GPU (docs/fake-driver.md). It reports
  * GS_FAKE_NVML_GPUS simulated GPUs with stable UUIDs, the processes listed in
- * GS_FAKE_NVML_PROCS, and XID events a test appends to GS_FAKE_NVML_XID_FILE.
+ * GS_FAKE_NVML_PROCS, XID events a test appends to GS_FAKE_NVML_XID_FILE, and
+ * an SM clock of GS_FAKE_NVML_SM_MHZ (default 1980) of GS_FAKE_NVML_SM_MAX_MHZ
+ * (1980) held there for the reasons GS_FAKE_NVML_CLOCK_REASONS (a bit mask,
+ * default 0; 4 = the power limit).
  *
  * Configuration is read at the first nvmlInit after load or after the last
  * nvmlShutdown (NVML counts inits), so a test changes it with setenv between
@@ -60,6 +63,8 @@ static struct {
     unsigned long long mem;
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
     int lost; /* index of the lost GPU, -1 for none */
+    unsigned sm_mhz, sm_max_mhz;
+    unsigned long long clock_reasons;
     const char *xid_file;
     struct proc procs[MAX_PROCS];
     unsigned nprocs;
@@ -119,6 +124,9 @@ static void read_config(void)
                       sizeof st.name);
     st.lost = (int)fake_env_int("GS_FAKE_NVML_LOST", -1, -1, MAX_GPUS - 1);
     st.xid_file = fake_env_str("GS_FAKE_NVML_XID_FILE", NULL);
+    st.sm_max_mhz = (unsigned)fake_env_int("GS_FAKE_NVML_SM_MAX_MHZ", 1980, 1, 100000);
+    st.sm_mhz = (unsigned)fake_env_int("GS_FAKE_NVML_SM_MHZ", st.sm_max_mhz, 0, 100000);
+    st.clock_reasons = (unsigned long long)fake_env_int("GS_FAKE_NVML_CLOCK_REASONS", 0, 0, 0xffff);
     read_procs();
     memset(st.sets, 0, sizeof st.sets);
     for (unsigned i = 0; i < MAX_GPUS; i++)
@@ -309,6 +317,43 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int len
     char u[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     uuid_of(i, u, sizeof u);
     return copy_string(uuid, length, u);
+}
+
+/* The SM clock's value (current or maximum); other clocks are not simulated. */
+static nvmlReturn_t sm_clock(nvmlDevice_t device, int type, unsigned int *clock, unsigned value)
+{
+    NEED_DEVICE(device, i);
+    (void)i;
+    if (!clock)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (type != NVML_CLOCK_SM)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *clock = value;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int *clock)
+{
+    ENTER(nvmlDeviceGetClockInfo);
+    return sm_clock(device, type, clock, st.sm_mhz);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, int type, unsigned int *clock)
+{
+    ENTER(nvmlDeviceGetMaxClockInfo);
+    return sm_clock(device, type, clock, st.sm_max_mhz);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                    unsigned long long *reasons)
+{
+    ENTER(nvmlDeviceGetCurrentClocksEventReasons);
+    NEED_DEVICE(device, i);
+    (void)i;
+    if (!reasons)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *reasons = st.clock_reasons;
+    return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)

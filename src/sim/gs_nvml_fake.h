@@ -41,6 +41,12 @@
       (device, eventTypes, set))                                                                  \
     X(nvmlEventSetWait_v2, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms),  \
       (set, data, timeoutms))                                                                     \
+    X(nvmlDeviceGetClockInfo, (nvmlDevice_t device, int type, unsigned int *clock),               \
+      (device, type, clock))                                                                      \
+    X(nvmlDeviceGetMaxClockInfo, (nvmlDevice_t device, int type, unsigned int *clock),            \
+      (device, type, clock))                                                                      \
+    X(nvmlDeviceGetCurrentClocksEventReasons, (nvmlDevice_t device, unsigned long long *reasons), \
+      (device, reasons))                                                                          \
     X(nvmlDeviceGetMigMode,                                                                       \
       (nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode),                \
       (device, currentMode, pendingMode))

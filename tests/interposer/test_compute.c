@@ -1141,6 +1141,199 @@ static void test_dead_tenants_do_not_block(void **st)
     assert_true(be_after > 90.0); /* blocked at most GS_CC_CRIT_STALE_NS */
 }
 
+/* The power guard's duty, as a bucket of GPU time: next to a critical tenant
+ * a best-effort tenant of 1 ms kernels at duty 50 launches about one kernel
+ * per 2 ms (plus the bucket's start), spread out, not in a lump; without a
+ * critical tenant alive, or at duty 100, as many as it asks; a critical
+ * tenant is never held by it. */
+static int duty_launches(struct gs_cc_tenant *t, int n, uint64_t span, uint64_t *longest_wait)
+{
+    struct gs_cc_self me = {.kernel_ns = 1 * MS};
+    int launches = 0;
+    *longest_wait = 0;
+    for (uint64_t now = 10 * SEC; now < 10 * SEC + span;) {
+        uint64_t wait = 0;
+        t[0].demand_ns = now;
+        enum gs_cc_action a = gs_cc_before_launch(&me, t, n, 0, now, GS_CC_PERIOD_NS, &wait);
+        if (a == GS_CC_LAUNCH) {
+            launches++;
+            now += 1 * MS; /* the kernel runs; the next launch comes after it */
+            continue;
+        }
+        if (a == GS_CC_DRAIN) { /* a window's end (a share): nothing queued here */
+            gs_cc_drained(&me, now);
+            continue;
+        }
+        assert_int_equal(a, GS_CC_WAIT);
+        if (!me.power_held) { /* between windows (a share): not the duty's wait */
+            now = wait;
+            continue;
+        }
+        if (wait - now > *longest_wait)
+            *longest_wait = wait - now;
+        now = wait;
+    }
+    return launches;
+}
+
+static void test_power_duty_bucket(void **st)
+{
+    (void)st;
+    struct gs_cc_tenant t[2] = {
+        {.key = 1, .alive = 1, .duty = 50},
+        {.key = 2, .critical = 1, .alive = 1},
+    };
+    uint64_t longest;
+    int k = duty_launches(t, 2, 1 * SEC, &longest);
+    print_message("duty 50, 1 ms kernels: %d launches in 1 s, longest wait %.2f ms\n", k,
+                  (double)longest / MS);
+    assert_true(k >= 500 && k <= 503);
+    assert_true(longest <= 1 * MS + US); /* spread: one kernel's time at a time */
+    t[0].share = 100;                    /* the same with a share (windowed) */
+    k = duty_launches(t, 2, 1 * SEC, &longest);
+    assert_true(k >= 490 && k <= 503);
+    t[0].share = 0;
+    t[1].alive = 0; /* no critical tenant: the duty does not apply */
+    assert_int_equal(duty_launches(t, 2, 1 * SEC, &longest), 1000);
+    t[1].alive = 1;
+    t[0].duty = 100;
+    assert_int_equal(duty_launches(t, 2, 1 * SEC, &longest), 1000);
+    t[1].critical = 0; /* ... and a critical tenant is never limited by it */
+    t[1].duty = 50;
+    assert_false(gs_cc_duty_applies(t, 2, 0));
+    t[0].critical = 1;
+    t[0].duty = 50;
+    t[1].critical = 1;
+    assert_false(gs_cc_duty_applies(t, 2, 0));
+}
+
+/* The controller's steps, one per period of samples: down while the clock is
+ * held below the floor, back up after a calm spell, a hold just above the
+ * floor, never below the minimum; off at floor 0; all back on release. */
+static uint64_t power_now;
+
+/* Samples until a period's verdict; the duty after it. */
+static unsigned power_period(struct gs_cc_power *p, int limited, unsigned clock)
+{
+    unsigned duty;
+    do {
+        duty = gs_cc_power_sample(p, power_now, limited, clock);
+        power_now += GS_CC_POWER_SAMPLE_NS;
+    } while (p->n);
+    return duty;
+}
+
+static void test_power_guard_steps(void **st)
+{
+    (void)st;
+    struct gs_cc_power p;
+    gs_cc_power_init(&p, 93);
+    power_now = 5 * SEC;
+    assert_int_equal(p.duty, 100);
+    assert_int_equal(power_period(&p, 1, 800), 100 - GS_CC_POWER_DOWN);
+    for (int i = 0; i < 40; i++)
+        power_period(&p, 1, 800);
+    assert_int_equal(p.duty, GS_CC_POWER_DUTY_MIN);
+    /* Held by a limit, but just above the floor: hold. */
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(power_period(&p, 1, 935), GS_CC_POWER_DUTY_MIN);
+    /* Below the floor without a limit (idle clocks, clocks set low): not ours. */
+    for (int i = 1; i < GS_CC_POWER_CALM; i++)
+        assert_int_equal(power_period(&p, 0, 500), GS_CC_POWER_DUTY_MIN);
+    assert_int_equal(power_period(&p, 0, 500), GS_CC_POWER_DUTY_MIN + GS_CC_POWER_UP);
+    /* Clear of the floor by the band, though limited: calm too. */
+    for (int i = 0; i < GS_CC_POWER_CALM; i++)
+        power_period(&p, 1, 950);
+    assert_int_equal(p.duty, GS_CC_POWER_DUTY_MIN + 2 * GS_CC_POWER_UP);
+    for (int i = 0; i < 200; i++)
+        power_period(&p, 0, 1000);
+    assert_int_equal(p.duty, 100);
+    /* A period's verdict is its samples': limited in a few of them, at a
+     * low clock only then, is no reason to step down. */
+    int k = 0;
+    do {
+        gs_cc_power_sample(&p, power_now, k < 2, k < 2 ? 800 : 990);
+        power_now += GS_CC_POWER_SAMPLE_NS;
+        k++;
+    } while (p.n);
+    assert_true(k > 4);
+    assert_int_equal(p.duty, 100);
+    power_period(&p, 1, 800);
+    assert_int_equal(gs_cc_power_release(&p), 100);
+    gs_cc_power_init(&p, 0);
+    assert_int_equal(power_period(&p, 1, 100), 100);
+}
+
+/* A power-limited GPU in virtual time: its power follows the work on it with
+ * a lag (a moving average of its busy time, time constant 150 ms), and its
+ * clock falls once that is above 75 % (the H200 next to a bf16 GEMM loop:
+ * session 7's duty curve), to 70 % of its maximum at full duty. Sampled every
+ * GS_CC_POWER_SAMPLE_NS, the best-effort tenant's guard holds the clock at
+ * its floor on average, where without it the GPU sits at its limit; the
+ * best-effort tenant keeps most of what that leaves; its duty never falls
+ * far; and the clock stays there (idle spread finely: no swing with a
+ * window, as a hard cap's would give). */
+static unsigned sim_power_clock(double busy, int *limited)
+{
+    *limited = busy > 0.75;
+    return busy > 0.75 ? (unsigned)(1000 - (busy - 0.75) * 1200) : 1000;
+}
+
+static double power_run(unsigned floor_pct, double *low_share, double *be_pct, unsigned *min_duty)
+{
+    struct sim s = {.split = 10 * SEC};
+    add_critical(&s); /* 2 ms requests every 10 ms: busy 20 % */
+    struct sim_tenant *b = add(&s, "best-effort", 100, 0);
+    b->kernel_ns = 200 * US;
+    b->max_inflight = 1;
+    struct gs_cc_power p;
+    gs_cc_power_init(&p, floor_pct);
+    uint64_t done = 0;
+    int samples = 0, low = 0;
+    double clock_sum = 0, power = 0;
+    const double tau = 150.0 * MS, step = GS_CC_POWER_SAMPLE_NS;
+    *min_duty = 100;
+    for (uint64_t t = GS_CC_POWER_SAMPLE_NS; t <= 20 * SEC; t += GS_CC_POWER_SAMPLE_NS) {
+        run(&s, t);
+        uint64_t gpu = 0;
+        for (int i = 0; i < s.n; i++)
+            gpu += s.t[i].gpu_ns[0] + s.t[i].gpu_ns[1];
+        power += ((double)(gpu - done) / step - power) * (step / (tau + step));
+        done = gpu;
+        int limited;
+        unsigned clock = sim_power_clock(power, &limited);
+        b->pub.duty = gs_cc_power_sample(&p, t, limited, clock);
+        if (b->pub.duty < *min_duty)
+            *min_duty = b->pub.duty;
+        if (t > s.split) {
+            samples++;
+            low += clock < 900;
+            clock_sum += clock;
+        }
+    }
+    *low_share = (double)low / samples;
+    *be_pct = pct(b, 1, 10 * SEC);
+    return clock_sum / samples / 10.0;
+}
+
+static void test_power_guard_holds_the_clock(void **st)
+{
+    (void)st;
+    double low_off, be_off, low_on, be_on;
+    unsigned min_off, min_on;
+    double clock_off = power_run(0, &low_off, &be_off, &min_off);
+    double clock_on = power_run(93, &low_on, &be_on, &min_on);
+    print_message("power guard off: clock %.1f %%, B %.1f %%; on (93 %%): clock %.1f %% "
+                  "(%.0f %% of samples below 90 %%), B %.1f %%, its duty at least %u %%\n",
+                  clock_off, be_off, clock_on, 100 * low_on, be_on, min_on);
+    assert_true(clock_off < 85.0); /* the limit, without the guard */
+    assert_int_equal(min_off, 100);
+    assert_true(clock_on >= 92.0);
+    assert_true(low_on <= 0.1 && low_off > 0.9);
+    assert_true(be_on >= 45.0); /* of the ~80 % the critical tenant leaves */
+    assert_true(min_on >= 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1171,6 +1364,9 @@ int main(void)
         cmocka_unit_test(test_guard_kernel_sample_clean),
         cmocka_unit_test(test_guard_estimate_too_long),
         cmocka_unit_test(test_dead_tenants_do_not_block),
+        cmocka_unit_test(test_power_duty_bucket),
+        cmocka_unit_test(test_power_guard_steps),
+        cmocka_unit_test(test_power_guard_holds_the_clock),
     };
     return cmocka_run_group_tests_name("compute", tests, NULL, NULL);
 }

@@ -70,6 +70,20 @@ static void set_limit(const struct slice *s, const char *key, const char *value)
     assert_int_equal(gs_limits_write(s->p.limits, &l, &err), 0);
 }
 
+/* Slices made from here on live under root/sub (NULL: back under root): a
+ * test whose tenants must see only each other (a tenant reads at most
+ * GS_CC_MAX_TENANTS neighbours, and the earlier tests' slices stay). */
+static void use_root(const char *sub)
+{
+    static char saved[PATH_MAX];
+    if (!saved[0])
+        snprintf(saved, sizeof saved, "%s", root);
+    if (!sub)
+        snprintf(root, sizeof root, "%s", saved);
+    else if (snprintf(root, sizeof root, "%.*s/%s", PATH_MAX - 64, saved, sub) >= (int)sizeof root)
+        fail_msg("root too long: %s", saved);
+}
+
 /* Starts gs-worker with the slice (NULL = no slice); returns pid, stdout fd. */
 static pid_t spawn(const struct slice *s, const char *extra_env, int *out_fd,
                    const char *const *args)
@@ -728,6 +742,8 @@ static void test_best_effort_yields_to_critical(void **st)
  * back to its own stream and says so. (What the SMs do is measured on the
  * H200: bench/archive/green_ctx_probe.cu.) */
 enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE };
+/* The best-effort slice's power_guard in the next run_next_to_critical*. */
+static unsigned next_power_guard;
 
 static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_state critical,
                                              const char *extra_env, const char *const *args)
@@ -742,6 +758,7 @@ static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_stat
     assert_int_equal(gs_limits_load(be.p.limits, &l, &err), 0);
     l.compute = 50;
     l.yield = yield;
+    l.power_guard = next_power_guard;
     if (yield == GS_YIELD_SHRINK)
         l.green_sms = 16;
     assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
@@ -997,6 +1014,91 @@ static void test_pause_past_window_not_charged(void **st)
     assert_non_null(strstr(closed, "debt now 0.00 ms"));
 }
 
+/* The power guard, wired: a best-effort tenant next to an active critical
+ * one samples the GPU through NVML (the fake's clock and its reasons) and,
+ * while the power limit holds the clock below its floor, lowers its duty a
+ * step per period, and says so; at the full clock it keeps all; with the
+ * guard off, or without NVML, it never looks (or says why it cannot). */
+static void test_power_guard_next_to_critical(void **st)
+{
+    (void)st;
+    /* 1.2 s of launches, 10 ms apart, next to a busy critical tenant. */
+    const char *args[] = {"direct", "launch-threads", "1", "120", "10000", NULL};
+    use_root("power");
+    next_power_guard = 93;
+    const char *out = run_next_to_critical_args(
+        GS_YIELD_BOUND, CRIT_BUSY,
+        "GPUSLICE_LOG_LEVEL=debug GS_FAKE_NVML_SM_MHZ=1500 GS_FAKE_NVML_CLOCK_REASONS=4", args);
+    assert_int_equal(field(out, "threads launched "), 120);
+    if (!strstr(out, "power guard: the GPU's power limit holds its clock at 75.7 %"))
+        fail_msg("no power guard step: %s", out);
+    const char *step = strstr(out, "power guard: duty 85 %");
+    if (!step)
+        fail_msg("the duty did not come down three steps in 1.2 s: %s", out);
+
+    out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_BUSY,
+                                    "GPUSLICE_LOG_LEVEL=debug GS_FAKE_NVML_SM_MHZ=1980", args);
+    assert_int_equal(field(out, "threads launched "), 120);
+    assert_non_null(strstr(out, "power guard: NVML open")); /* it looked */
+    assert_null(strstr(out, "power guard: duty"));
+
+    next_power_guard = 0;
+    out = run_next_to_critical_args(
+        GS_YIELD_BOUND, CRIT_BUSY,
+        "GPUSLICE_LOG_LEVEL=debug GS_FAKE_NVML_SM_MHZ=1500 GS_FAKE_NVML_CLOCK_REASONS=4", args);
+    assert_null(strstr(out, "power guard"));
+
+    next_power_guard = 93; /* NVML refuses to start: off, said once, launches go on */
+    out = run_next_to_critical_args(
+        GS_YIELD_BOUND, CRIT_BUSY, "GPUSLICE_LOG_LEVEL=info GS_FAKE_NVML_FAIL=nvmlInit_v2:9", args);
+    next_power_guard = 0;
+    use_root(NULL);
+    assert_int_equal(field(out, "threads launched "), 120);
+    const char *off = strstr(out, "power guard off: NVML did not start");
+    if (!off || strstr(off + 1, "power guard off"))
+        fail_msg("want one 'power guard off: NVML did not start': %s", out);
+}
+
+/* Without a critical tenant a share tenant's events are paced by its GPU
+ * time per launch (about one per 1 ms of its work), and a launch that finds
+ * four outstanding waits for the oldest: a tenant that never synchronises
+ * keeps a few ms of work queued, not all it launched, so its window's end
+ * waits for little. Kernels of 1 ms: after the first window (4 launches
+ * per event) one event per launch; kernels of 20 us: one per ~50. */
+static void test_share_queue_bounded_by_paced_events(void **st)
+{
+    (void)st;
+    use_root("alone"); /* without the earlier tests' (critical) slices */
+    struct slice s;
+    mkslice(&s, GiB);
+    use_root(NULL);
+    set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
+    setenv("GS_FAKE_KERNEL_US", "1000", 1);
+    const char *big[] = {"direct", "launch", "400", NULL};
+    const char *out = run(&s, "GPUSLICE_LOG_LEVEL=debug", big);
+    long queued = field(out, "max-queued ");
+    if (queued > 5 * 4 || queued < 4)
+        fail_msg("1 ms kernels: %ld queued at most (want 4..20): %s", queued, out);
+    const char *paced = strstr(out, "events: one per ");
+    if (!paced || field(paced, "one per ") != 1)
+        fail_msg("1 ms kernels not paced at one event per launch: %s", out);
+
+    setenv("GS_FAKE_KERNEL_US", "20", 1);
+    const char *small[] = {"direct", "launch", "20000", NULL};
+    out = run(&s, "GPUSLICE_LOG_LEVEL=debug", small);
+    unsetenv("GS_FAKE_KERNEL_US");
+    assert_int_equal(field(out, "launched "), 20000);
+    paced = strstr(out, "events: one per ");
+    if (!paced || field(paced, "one per ") < 25 || field(paced, "one per ") > 100)
+        fail_msg("20 us kernels not paced at one event per 25-100 launches: %s", out);
+    queued = field(out, "max-queued ");
+    if (queued > 5 * 100)
+        fail_msg("20 us kernels: %ld queued at most (want at most 500, 10 ms): %s", queued, out);
+    /* The first window records one per 4; the pace then fewer. */
+    if (field(out, "events-recorded ") >= 20000 / 4 / 2)
+        fail_msg("events not fewer once paced: %s", out);
+}
+
 static int setup_all(void **st)
 {
     (void)st;
@@ -1024,6 +1126,8 @@ int main(void)
         cmocka_unit_test(test_guard_from_limits),
         cmocka_unit_test(test_shrink_falls_back_without_green_context),
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
+        cmocka_unit_test(test_share_queue_bounded_by_paced_events),
+        cmocka_unit_test(test_power_guard_next_to_critical),
         cmocka_unit_test(test_fork_resets_every_module),
         cmocka_unit_test(test_threads_launch_at_once),
         cmocka_unit_test(test_cap_every_way),

@@ -353,15 +353,17 @@ static unsigned long long fake_count(const char *fn, const char *arg)
     return f ? f() : 0ull;
 }
 
-/* n kernels; then how many ran on a green context's stream, and the most
- * kernels a launch found still queued in front of it (the fake counts). */
+/* n kernels; then how many ran on a green context's stream, the most
+ * kernels a launch found still queued in front of it, and the events
+ * recorded (the fake counts). */
 static int launch_n(long n)
 {
     for (long i = 0; i < n; i++)
         if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
             return 4;
-    printf("launched %ld on-green %llu max-queued %llu\n", n,
-           fake_count("gsfake_green_launches", NULL), fake_count("gsfake_max_queued", NULL));
+    printf("launched %ld on-green %llu max-queued %llu events-recorded %llu\n", n,
+           fake_count("gsfake_green_launches", NULL), fake_count("gsfake_max_queued", NULL),
+           fake_count("gsfake_calls", "cuEventRecord"));
     return 0;
 }
 

@@ -20,8 +20,10 @@
 #include "sim/gs_nvml_fake.h"
 
 static const char *const config_vars[] = {
-    "GS_FAKE_NVML_GPUS", "GS_FAKE_NVML_MEM",   "GS_FAKE_NVML_NAME",     "GS_FAKE_NVML_FAIL",
-    "GS_FAKE_NVML_LOST", "GS_FAKE_NVML_PROCS", "GS_FAKE_NVML_XID_FILE",
+    "GS_FAKE_NVML_GPUS",          "GS_FAKE_NVML_MEM",    "GS_FAKE_NVML_NAME",
+    "GS_FAKE_NVML_FAIL",          "GS_FAKE_NVML_LOST",   "GS_FAKE_NVML_PROCS",
+    "GS_FAKE_NVML_XID_FILE",      "GS_FAKE_NVML_SM_MHZ", "GS_FAKE_NVML_SM_MAX_MHZ",
+    "GS_FAKE_NVML_CLOCK_REASONS",
 };
 
 /* Shuts NVML down fully, sets only the given "VAR=value" settings, inits again. */
@@ -362,6 +364,18 @@ static nvmlReturn_t call_nvmlDeviceGetMigMode(void)
 {
     return nvmlDeviceGetMigMode(dev0(), &u1, &u2);
 }
+static nvmlReturn_t call_nvmlDeviceGetClockInfo(void)
+{
+    return nvmlDeviceGetClockInfo(dev0(), NVML_CLOCK_SM, &u1);
+}
+static nvmlReturn_t call_nvmlDeviceGetMaxClockInfo(void)
+{
+    return nvmlDeviceGetMaxClockInfo(dev0(), NVML_CLOCK_SM, &u1);
+}
+static nvmlReturn_t call_nvmlDeviceGetCurrentClocksEventReasons(void)
+{
+    return nvmlDeviceGetCurrentClocksEventReasons(dev0(), &ull);
+}
 
 static const struct {
     const char *name;
@@ -371,6 +385,33 @@ static const struct {
     GS_FAKE_NVML_ALL(X)
 #undef X
 };
+
+/* The SM clock and why it is held where it is: at its maximum by default, as
+ * the settings say otherwise; other clocks are not simulated. */
+static void test_clocks(void **st)
+{
+    (void)st;
+    unsigned mhz = 0, max = 0;
+    unsigned long long why = 1;
+    fresh(NULL);
+    assert_int_equal(nvmlDeviceGetClockInfo(handle(0), NVML_CLOCK_SM, &mhz), NVML_SUCCESS);
+    assert_int_equal(nvmlDeviceGetMaxClockInfo(handle(0), NVML_CLOCK_SM, &max), NVML_SUCCESS);
+    assert_int_equal(nvmlDeviceGetCurrentClocksEventReasons(handle(0), &why), NVML_SUCCESS);
+    assert_int_equal(mhz, 1980);
+    assert_int_equal(max, 1980);
+    assert_int_equal(why, 0);
+    fresh("GS_FAKE_NVML_SM_MHZ=1500", "GS_FAKE_NVML_SM_MAX_MHZ=1755",
+          "GS_FAKE_NVML_CLOCK_REASONS=4", NULL);
+    assert_int_equal(nvmlDeviceGetClockInfo(handle(0), NVML_CLOCK_SM, &mhz), NVML_SUCCESS);
+    assert_int_equal(nvmlDeviceGetMaxClockInfo(handle(0), NVML_CLOCK_SM, &max), NVML_SUCCESS);
+    assert_int_equal(nvmlDeviceGetCurrentClocksEventReasons(handle(0), &why), NVML_SUCCESS);
+    assert_int_equal(mhz, 1500);
+    assert_int_equal(max, 1755);
+    assert_int_equal(why, nvmlClocksEventReasonSwPowerCap);
+    assert_int_equal(nvmlDeviceGetClockInfo(handle(0), 0, &mhz), NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(nvmlDeviceGetClockInfo(handle(0), NVML_CLOCK_SM, NULL),
+                     NVML_ERROR_INVALID_ARGUMENT);
+}
 
 static void test_inject_every_entry_point(void **st)
 {
@@ -432,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_memory_and_processes),
         cmocka_unit_test(test_lost_gpu),
         cmocka_unit_test(test_xid_events),
+        cmocka_unit_test(test_clocks),
         cmocka_unit_test(test_inject_every_entry_point),
         cmocka_unit_test(test_inject_nth_call),
         cmocka_unit_test(test_dlopen),
