@@ -420,6 +420,7 @@ static uint64_t crit_horizon(const struct gs_cc_tenant *t, int n, int self, uint
 static uint64_t duty_hold(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n, int self,
                           uint64_t now)
 {
+    me->duty_taken = 0;
     if (!gs_cc_duty_applies(t, n, self)) {
         me->duty_at = 0;
         return 0;
@@ -437,7 +438,14 @@ static uint64_t duty_hold(struct gs_cc_self *me, const struct gs_cc_tenant *t, i
     if (me->duty_tokens < need)
         return now + (need - me->duty_tokens) * 100 / duty + 1;
     me->duty_tokens -= need;
+    me->duty_taken = need;
     return 0;
+}
+
+void gs_cc_duty_refund(struct gs_cc_self *me)
+{
+    me->duty_tokens += me->duty_taken;
+    me->duty_taken = 0;
 }
 
 enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,

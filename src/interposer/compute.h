@@ -140,6 +140,7 @@ struct gs_cc_self {
     /* The power guard's duty (tenant.duty) as a bucket of GPU time: */
     uint64_t duty_tokens; /* what it holds, ns */
     uint64_t duty_at;     /* when last filled (0: not in use) */
+    uint64_t duty_taken;  /* what the last decision to launch took from it */
     int power_held;       /* the last decision held a launch for the duty */
     /* gs_cc_step's own: */
     uint64_t drain_start; /* when the drain under way began */
@@ -349,6 +350,10 @@ unsigned gs_cc_power_sample(struct gs_cc_power *p, uint64_t now, int limited,
                             unsigned clock_permille);
 /* No critical tenant active: the whole period back (returns the duty, 100). */
 unsigned gs_cc_power_release(struct gs_cc_power *p);
+/* A decision to launch that the caller decides again before launching (it
+ * waited for its queue meanwhile) gives back what it took from the bucket:
+ * one launch is charged once. */
+void gs_cc_duty_refund(struct gs_cc_self *me);
 /* The duty the tenants' table carries for us (tenant.duty) applies: we are
  * best-effort, our guard limits us, and a critical tenant is alive. The
  * decision (gs_cc_before_launch) then holds a launch the bucket has no room

@@ -75,6 +75,7 @@ static struct {
     struct gs_cc_power power;
     _Atomic uint64_t power_next;
     _Atomic int power_crit_active;
+    _Atomic int power_on; /* the guard is on: set at start, cleared when NVML fails */
 } cc = {.lock = PTHREAD_MUTEX_INITIALIZER,
         .drain_over = PTHREAD_COND_INITIALIZER,
         .depth = CRIT_QUEUED};
@@ -90,6 +91,7 @@ void gs_launch_init(const char *state_dir)
     gs_cc_power_init(&cc.power, gs_limits_power_guard_applies(&gs_g.limits)
                                     ? (unsigned)gs_g.limits.power_guard
                                     : 0);
+    atomic_store(&cc.power_on, cc.power.floor_pct != 0);
     if (gs_g.limits.guard_us && !gated)
         GS_LOGW("guard_us = %llu ignored: the guard is for best-effort slices with yield = gate",
                 (unsigned long long)gs_g.limits.guard_us);
@@ -196,7 +198,7 @@ static int io_read_peers(void *ctx, uint64_t now, struct gs_cc_tenant *t, int *s
  * by one thread, outside cc.lock (NVML's first call opens it). */
 static void power_tick(void)
 {
-    if (!cc.power.floor_pct)
+    if (!atomic_load_explicit(&cc.power_on, memory_order_relaxed))
         return;
     uint64_t now = gs_clock_ns(), next = atomic_load_explicit(&cc.power_next, memory_order_relaxed);
     if (now < next ||
@@ -206,13 +208,14 @@ static void power_tick(void)
     unsigned clock = 0;
     int active = atomic_load_explicit(&cc.power_crit_active, memory_order_relaxed);
     if (active && gs_power_read(&limited, &clock) < 0) {
+        atomic_store_explicit(&cc.power_on, 0, memory_order_relaxed); /* off for good */
         pthread_mutex_lock(&cc.lock);
-        gs_cc_power_init(&cc.power, 0); /* off for good */
+        gs_cc_power_init(&cc.power, 0);
         pthread_mutex_unlock(&cc.lock);
         return;
     }
     pthread_mutex_lock(&cc.lock);
-    unsigned was = cc.power.duty;
+    unsigned was = cc.power.duty, floor = cc.power.floor_pct;
     unsigned duty = active ? gs_cc_power_sample(&cc.power, now, limited, clock)
                            : gs_cc_power_release(&cc.power);
     pthread_mutex_unlock(&cc.lock);
@@ -223,7 +226,7 @@ static void power_tick(void)
         GS_LOGI("power guard: the GPU's power limit holds its clock at %.1f %% of its maximum "
                 "(below %u %%) next to a latency-critical tenant: this tenant now uses at most "
                 "%u %% of the GPU's time (said once; debug level logs each change)",
-                clock / 10.0, cc.power.floor_pct, duty);
+                clock / 10.0, floor, duty);
     GS_LOGD("power guard: duty %u %% (clock %.1f %% of its maximum%s%s)", duty, clock / 10.0,
             limited ? ", held by a limit" : "", active ? "" : "; no critical tenant active");
 }
@@ -326,6 +329,8 @@ static void cc_slow(void)
     uint64_t wait, until = 0, decision = 0;
     for (int round = 0; round < 2; round++) {
         relock();
+        if (round) /* the first round's launch did not happen: decided again now */
+            gs_cc_duty_refund(&cc.self);
         (void)gs_cc_step(&cc.self, &io, &wait);
         until = cc.self.until;
         decision = ++cc.decisions;
@@ -537,7 +542,7 @@ void gs_launch_after_fork(void)
     memset(&cc.rhythm, 0, sizeof cc.rhythm);
     cc.charged_published = 0;
     cc.paced_launches = 0;
-    unsigned floor = cc.power.floor_pct;
+    unsigned floor = atomic_load(&cc.power_on) ? cc.power.floor_pct : 0;
     gs_cc_power_init(&cc.power, floor);
     atomic_store(&cc.power_next, 0);
     atomic_store(&cc.power_crit_active, 0);

@@ -1189,7 +1189,22 @@ static void test_power_duty_bucket(void **st)
                   (double)longest / MS);
     assert_true(k >= 500 && k <= 503);
     assert_true(longest <= 1 * MS + US); /* spread: one kernel's time at a time */
-    t[0].share = 100;                    /* the same with a share (windowed) */
+    /* A decision taken again before its launch (the caller waited for its
+     * queue) gives back what it took: one launch, charged once. */
+    struct gs_cc_self me = {.kernel_ns = 1 * MS};
+    uint64_t wait, now = 20 * SEC;
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait),
+                         GS_CC_LAUNCH);
+        gs_cc_duty_refund(&me);
+    }
+    assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_LAUNCH);
+    assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_LAUNCH);
+    assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_WAIT);
+    assert_true(me.power_held);
+    gs_cc_duty_refund(&me); /* a held decision took nothing */
+    assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_WAIT);
+    t[0].share = 100; /* the same with a share (windowed) */
     k = duty_launches(t, 2, 1 * SEC, &longest);
     assert_true(k >= 490 && k <= 503);
     t[0].share = 0;
