@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "interposer/launch.h"
 
 #define RESCAN_NS (1000ull * 1000 * 1000)
@@ -109,6 +110,19 @@ static void scan(uint64_t now)
                  p->limits.slice_id[0] ? p->limits.slice_id : e->d_name);
         critical |= p->limits.priority == GS_PRIO_CRITICAL;
         peers.n++;
+    }
+    static int crowded_said; /* under cc.lock, as the list */
+    if (d && peers.n >= GS_CC_MAX_TENANTS && !crowded_said) {
+        struct dirent *more;
+        while ((more = readdir(d)) && (more->d_name[0] == '.' || more->d_name[0] == '_'))
+            ;
+        if (more) {
+            crowded_said = 1;
+            GS_LOGW("more than %d slices under %s: the compute controller looks at the first %d "
+                    "it reads and not at the others (a latency-critical one among them would "
+                    "not be yielded to); remove the slices of tenants that are gone",
+                    GS_CC_MAX_TENANTS - 1, peers.dir, GS_CC_MAX_TENANTS - 1);
+        }
     }
     if (d)
         closedir(d);
