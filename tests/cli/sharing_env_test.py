@@ -94,6 +94,31 @@ for bad, says in (("soon", "whole number"), ("100001", "outside 0..100000")):
     ok(r.returncode == 2 and "--guard" in r.stderr and says in r.stderr, f"--guard {bad} is refused clearly",
        r.stderr)
 
+# The power guard: every best-effort command gets it (93 % by default, on either
+# backend); a critical one is refused it, and gets none.
+for flags in (["--compute", "50"], ["--memory", "1Gi"], ["--sharing", "mps"]):
+    r, texts = kept_limits(flags)
+    ok(r.returncode == 0 and any("power_guard = 93" in t for t in texts) and
+       "clock below 93 % of its maximum" in r.stderr,
+       f"{' '.join(flags)}: the power guard at 93 % by default, and run tells", (r.stderr, texts))
+r, texts = kept_limits(["--compute", "50", "--power-guard", "88"])
+ok(r.returncode == 0 and any("power_guard = 88" in t for t in texts), "--power-guard 88: the slice's limits say so",
+   (r.stderr, texts))
+for off in ("off", "0"):
+    r, texts = kept_limits(["--compute", "50", "--power-guard", off])
+    ok(r.returncode == 0 and texts and all("power_guard = 0" in t for t in texts) and "power  :" not in r.stderr,
+       f"--power-guard {off}: no power guard", (r.stderr, texts))
+r = run(["--critical", "--power-guard", "90"], SHOW)
+ok(r.returncode == 2 and "--power-guard is for a best-effort command" in r.stderr,
+   "--power-guard with --critical is refused", r.stderr)
+r, texts = kept_limits(["--critical"])
+ok(r.returncode == 0 and texts and all("power_guard = 0" in t for t in texts), "--critical: no power guard",
+   (r.stderr, texts))
+for bad, says in (("hot", "whole number"), ("150", "outside 0..100")):
+    r = run(["--power-guard", bad], SHOW)
+    ok(r.returncode == 2 and "--power-guard" in r.stderr and says in r.stderr,
+       f"--power-guard {bad} is refused clearly", r.stderr)
+
 # The prime: a critical command on time-slicing gets it (250 us by default);
 # others are refused, and get none.
 r, texts = kept_limits(["--critical"])
