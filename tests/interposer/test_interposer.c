@@ -1121,8 +1121,10 @@ static void test_share_queue_bounded_by_paced_events(void **st)
     queued = field(out, "max-queued ");
     if (queued > 5 * 100)
         fail_msg("20 us kernels: %ld queued at most (want at most 500, 10 ms): %s", queued, out);
-    /* The first window records one per 4; the pace then fewer. */
-    if (field(out, "events-recorded ") >= 20000 / 4 / 2)
+    /* The first window records one per 4 (of its launches: about half of them
+     * here, more where launches are slow, as under a sanitizer); the pace then
+     * far fewer: in all, well under one per 4. */
+    if (field(out, "events-recorded ") >= 20000 / 4 * 3 / 4)
         fail_msg("events not fewer once paced: %s", out);
 }
 
