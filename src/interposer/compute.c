@@ -416,7 +416,7 @@ static uint64_t crit_horizon(const struct gs_cc_tenant *t, int n, int self, uint
 
 /* The power guard's duty, as a bucket of GPU time (compute.h): 0 if a kernel
  * of ours may go now (its estimated length is taken from the bucket), else
- * when the bucket will hold one. */
+ * when the bucket will hold one (and me->power_held is set). */
 static uint64_t duty_hold(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n, int self,
                           uint64_t now)
 {
@@ -435,8 +435,10 @@ static uint64_t duty_hold(struct gs_cc_self *me, const struct gs_cc_tenant *t, i
     if (me->duty_tokens > full)
         me->duty_tokens = full;
     me->duty_at = now;
-    if (me->duty_tokens < need)
+    if (me->duty_tokens < need) {
+        me->power_held = 1;
         return now + (need - me->duty_tokens) * 100 / duty + 1;
+    }
     me->duty_tokens -= need;
     me->duty_taken = need;
     return 0;
@@ -484,7 +486,6 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         }
         uint64_t spent = d.go ? duty_hold(me, t, n, self, now) : 0;
         if (spent) {
-            me->power_held = 1;
             *wait_until = spent;
             return GS_CC_WAIT;
         }
@@ -546,7 +547,6 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         }
         uint64_t spent = duty_hold(me, t, n, self, now);
         if (spent) {
-            me->power_held = 1;
             *wait_until = spent < me->window_end ? spent : me->window_end;
             return GS_CC_WAIT;
         }

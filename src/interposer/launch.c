@@ -542,8 +542,7 @@ void gs_launch_after_fork(void)
     memset(&cc.rhythm, 0, sizeof cc.rhythm);
     cc.charged_published = 0;
     cc.paced_launches = 0;
-    unsigned floor = atomic_load(&cc.power_on) ? cc.power.floor_pct : 0;
-    gs_cc_power_init(&cc.power, floor);
+    gs_cc_power_init(&cc.power, cc.power.floor_pct); /* 0 if NVML failed: off still */
     atomic_store(&cc.power_next, 0);
     atomic_store(&cc.power_crit_active, 0);
 }

@@ -44,10 +44,8 @@ enum { GS_RING_SLOTS = 4 }; /* events outstanding at most */
 void gs_ring_record(CUstream s, int crit);
 /* Launches gs_ring_record has seen, in all. */
 uint64_t gs_ring_launches(void);
-/* Paces the events from our last window: its GPU time and its launches.
- * gs_ring_pace_every is the launches per event it sets (0: none to set). */
+/* Paces the events from our last window: its GPU time and its launches. */
 void gs_ring_pace(uint64_t gpu_ns, uint64_t launches);
-unsigned gs_ring_pace_every(uint64_t gpu_ns, uint64_t launches);
 /* Waits while more than max events are outstanding, for the oldest; next to
  * a critical tenant (crit) with nothing to be queued (max 0) it spins first.
  * A wait that saw a kernel of ours run alone (nothing of ours before it)

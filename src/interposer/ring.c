@@ -106,7 +106,8 @@ uint64_t gs_ring_launches(void)
     return atomic_load_explicit(&ring.launches, memory_order_relaxed);
 }
 
-unsigned gs_ring_pace_every(uint64_t gpu_ns, uint64_t launches)
+/* The launches per event for a window's GPU time and launches (0: none to set). */
+static unsigned pace_every(uint64_t gpu_ns, uint64_t launches)
 {
     if (!launches)
         return 0;
@@ -117,7 +118,7 @@ unsigned gs_ring_pace_every(uint64_t gpu_ns, uint64_t launches)
 
 void gs_ring_pace(uint64_t gpu_ns, uint64_t launches)
 {
-    unsigned every = gs_ring_pace_every(gpu_ns, launches);
+    unsigned every = pace_every(gpu_ns, launches);
     if (!every)
         return;
     unsigned was = atomic_exchange_explicit(&ring.every, every, memory_order_relaxed);
@@ -128,16 +129,16 @@ void gs_ring_pace(uint64_t gpu_ns, uint64_t launches)
 
 int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
 {
-    return trim(max, crit, seen, UINT64_MAX, NULL);
+    int waited = trim(max, crit, seen, UINT64_MAX, NULL);
+    if (max == 0) /* everything of ours seen finished: the queue bound is back */
+        atomic_store_explicit(&ring.unbounded, 0, memory_order_relaxed);
+    return waited;
 }
 
 static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int *timed_out)
 {
-    if (atomic_load_explicit(&ring.n, memory_order_relaxed) <= max) {
-        if (max == 0)
-            atomic_store_explicit(&ring.unbounded, 0, memory_order_relaxed);
+    if (atomic_load_explicit(&ring.n, memory_order_relaxed) <= max)
         return 0;
-    }
     int waited = 0;
     uint64_t spin_until = 0, waited_for = 0; /* the recording we waited for (0: none) */
     pthread_mutex_lock(&ring.lock);
@@ -174,8 +175,6 @@ static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int
         }
     }
     pthread_mutex_unlock(&ring.lock);
-    if (max == 0) /* everything of ours seen finished */
-        atomic_store_explicit(&ring.unbounded, 0, memory_order_relaxed);
     return waited;
 }
 
