@@ -39,6 +39,20 @@ static int set_or_off(struct gs_limits *lim, const char *key, const char *opt, c
     return -1;
 }
 
+/* A setting for some commands only (--guard, --prime, --power-guard): -1 with
+ * why said where it was given to one it does not apply to; where it was not
+ * given and applies, its default. */
+static int for_some(uint64_t *value, int given, int applies, uint64_t def, const char *why)
+{
+    if (*value && !applies) {
+        fprintf(stderr, "gpuslice run: %s\n", why);
+        return -1;
+    }
+    if (!given && applies)
+        *value = def;
+    return 0;
+}
+
 static void run_usage(FILE *out)
 {
     fprintf(out,
@@ -357,31 +371,18 @@ int gs_cmd_run(int argc, char **argv)
     }
     if (lim.sharing == GS_SHARING_MPS && !have_yield)
         lim.yield = GS_YIELD_BOUND; /* side by side, a gated best-effort tenant would starve */
-    int gates = gs_limits_guard_applies(&lim);
-    if (lim.guard_us && !gates) {
-        fprintf(stderr, "gpuslice run: --guard is for a best-effort command with --yield gate "
-                        "(the default on --sharing timeslice)\n");
+    if (for_some(&lim.guard_us, have_guard, gs_limits_guard_applies(&lim), GS_GUARD_DEFAULT_US,
+                 "--guard is for a best-effort command with --yield gate (the default on "
+                 "--sharing timeslice)") < 0 ||
+        for_some(&lim.prime_us, have_prime, gs_limits_prime_applies(&lim), GS_PRIME_DEFAULT_US,
+                 "--prime is for a --critical command on --sharing timeslice (a best-effort "
+                 "command's launches are not requests to prime; under MPS the tenants share one "
+                 "context: nothing to switch)") < 0 ||
+        for_some(&lim.power_guard, have_power, gs_limits_power_guard_applies(&lim),
+                 GS_POWER_GUARD_DEFAULT_PCT,
+                 "--power-guard is for a best-effort command (it lowers this command's use of "
+                 "the GPU for a latency-critical one's sake)") < 0)
         return 2;
-    }
-    if (!have_guard && gates)
-        lim.guard_us = GS_GUARD_DEFAULT_US;
-    int primes = gs_limits_prime_applies(&lim);
-    if (lim.prime_us && !primes) {
-        fprintf(stderr, "gpuslice run: --prime is for a --critical command on --sharing timeslice "
-                        "(a best-effort command's launches are not requests to prime; under MPS "
-                        "the tenants share one context: nothing to switch)\n");
-        return 2;
-    }
-    if (!have_prime && primes)
-        lim.prime_us = GS_PRIME_DEFAULT_US;
-    int powers = gs_limits_power_guard_applies(&lim);
-    if (lim.power_guard && !powers) {
-        fprintf(stderr, "gpuslice run: --power-guard is for a best-effort command (it lowers "
-                        "this command's use of the GPU for a latency-critical one's sake)\n");
-        return 2;
-    }
-    if (!have_power && powers)
-        lim.power_guard = GS_POWER_GUARD_DEFAULT_PCT;
     if (lim.compute_mode == GS_COMPUTE_CAP && !have_cpu) {
         fprintf(stderr, "gpuslice run: --hard-cap needs --compute N\n");
         return 2;
