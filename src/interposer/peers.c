@@ -73,6 +73,13 @@ static void add_self(void)
     p->self = 1;
 }
 
+/* Entries of the slices root that are no slice: hidden ones, and the root's
+ * own files (named with a leading '_'). */
+static int not_a_slice(const struct dirent *e)
+{
+    return e->d_name[0] == '.' || e->d_name[0] == '_';
+}
+
 static void scan(uint64_t now)
 {
     peers.next_scan = now + RESCAN_NS;
@@ -82,7 +89,7 @@ static void scan(uint64_t now)
     DIR *d = peers.dir[0] ? opendir(peers.dir) : NULL;
     struct dirent *e;
     while (d && (e = readdir(d)) && peers.n < GS_CC_MAX_TENANTS) {
-        if (e->d_name[0] == '.' || e->d_name[0] == '_')
+        if (not_a_slice(e))
             continue;
         char path[600];
         struct peer *p = &peers.list[peers.n];
@@ -114,7 +121,7 @@ static void scan(uint64_t now)
     static int crowded_said; /* under cc.lock, as the list */
     if (d && peers.n >= GS_CC_MAX_TENANTS && !crowded_said) {
         struct dirent *more;
-        while ((more = readdir(d)) && (more->d_name[0] == '.' || more->d_name[0] == '_'))
+        while ((more = readdir(d)) && not_a_slice(more))
             ;
         if (more) {
             crowded_said = 1;
