@@ -26,6 +26,25 @@ def solo_reference(solos):
     return (solos[0][0] + solos[1][0]) / 2, None
 
 
+def start_tenant(cmd, env):
+    """Starts a tenant process that runs beside others: its stdout piped, its stderr to a
+    temporary file. The caller reads the tenants one after another (finish_tenant), and a
+    stderr pipe left unread meanwhile would fill (64 KiB) under a talkative log level and
+    stall the tenant in its own write."""
+    err = tempfile.TemporaryFile("w+")
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err, text=True), err
+
+
+def finish_tenant(tenant, timeout):
+    """Waits for a start_tenant process: its stdout and its stderr, as text."""
+    p, err = tenant
+    out, _ = p.communicate(timeout=timeout)
+    err.seek(0)
+    text = err.read()
+    err.close()
+    return out, text
+
+
 def mps_env():
     """Private pipe and log directories for one MPS control daemon."""
     d = tempfile.mkdtemp(prefix="gs-mps-")

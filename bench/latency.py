@@ -54,7 +54,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import Sampler, mps_control, mps_env, pct  # noqa: E402
+from common import Sampler, finish_tenant, mps_control, mps_env, pct, start_tenant  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("--gpuslice", required=True, help="the gpuslice binary of variants without @NAME")
@@ -215,17 +215,10 @@ def run_config(name, lead):
         env.update(extra_env)
         if gs is not None:  # the interposer says which yield it ended up using (shrink may fall back)
             env.setdefault("GPUSLICE_LOG_LEVEL", "info")
-        # Each tenant's stderr goes to a file: a pipe read only once both have
-        # ended would fill (64 KiB) under a talkative log level and stall the
-        # tenant in its own write.
-        errf = open(os.path.join(d, f"stderr-{len(procs)}"), "w+")
-        procs.append((subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=errf, text=True), errf))
+        procs.append(start_tenant(cmd, env))
     outs, said = [], []
-    for p, errf in procs:
-        o, _ = p.communicate(timeout=lead + span + 120)
-        errf.seek(0)
-        err = errf.read()
-        errf.close()
+    for p in procs:
+        o, err = finish_tenant(p, lead + span + 120)
         line = [x for x in o.splitlines() if x.startswith("{")]
         outs.append(json.loads(line[-1]) if line else {"error": err[-1500:]})
         said.append([x[:300] for x in err.splitlines()

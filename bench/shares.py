@@ -32,13 +32,12 @@ against one solo reference: two builds side by side in one run (bench/compare.sh
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import SOLO_BUSY_MIN, mps_control, mps_env  # noqa: E402
+from common import SOLO_BUSY_MIN, finish_tenant, mps_control, mps_env, start_tenant  # noqa: E402
 from common import solo_reference as common_solo_reference  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -90,11 +89,10 @@ def together(tenants):
     for cmd, env in tenants:
         if args.debug_dir and cmd[0] != sys.executable:
             env = dict(env, GPUSLICE_LOG_LEVEL="debug")
-        procs.append(subprocess.Popen(cmd + ["--start", str(start)], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(start_tenant(cmd + ["--start", str(start)], env))
     outs = []
     for i, p in enumerate(procs):
-        o, err = p.communicate(timeout=args.lead + args.warm + args.secs + 240)
+        o, err = finish_tenant(p, args.lead + args.warm + args.secs + 240)
         if args.debug_dir:
             os.makedirs(args.debug_dir, exist_ok=True)
             with open(os.path.join(args.debug_dir, f"{time.time():.0f}-{i}.log"), "w") as f:
