@@ -135,8 +135,8 @@ def config(name):
 
 
 def base_config(name):
-    """CONFIGS[name], or a variant with its number in the name (gs_guardN[pM], gs_capN,
-    gs_dcapN, gs_mps_shrinkN)."""
+    """CONFIGS[name], a variant with its number in the name (gs_guardN[pM], gs_capN,
+    gs_dcapN, gs_pgN, gs_mps_shrinkN), or gs_nopg."""
     if name in CONFIGS:
         return CONFIGS[name]
     m = re.fullmatch(r"gs_guard(\d+)(?:p(\d+))?", name)
