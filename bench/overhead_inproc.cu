@@ -123,10 +123,15 @@ static double time_allocs(alloc_fn al, free_fn fr, int n)
     return (now_us() - a) / n;
 }
 
-static double median(std::vector<double> v)
+static double quantile(std::vector<double> v, double q)
 {
     std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    return v[(size_t)(q * (v.size() - 1) + 0.5)];
+}
+
+static double median(const std::vector<double> &v)
+{
+    return quantile(v, 0.5);
 }
 
 int main(int argc, char **argv)
@@ -178,7 +183,9 @@ int main(int argc, char **argv)
     double mlr = median(lr), mlh = median(lh), mar = median(ar), mah = median(ah);
     printf("{\"interposed\": %s, \"rounds\": %d, \"launch_real_us\": %.4f, \"launch_hooked_us\": "
            "%.4f, \"launch_delta_us\": %.4f, \"alloc_pair_real_us\": %.3f, "
-           "\"alloc_pair_hooked_us\": %.3f, \"alloc_pair_ratio\": %.4f}\n",
-           hooked[0] != real[0] ? "true" : "false", rounds, mlr, mlh, mlh - mlr, mar, mah, mah / mar);
+           "\"alloc_pair_hooked_us\": %.3f, \"alloc_pair_ratio\": %.4f, \"launch_real_q1_us\": %.4f, "
+           "\"launch_hooked_q1_us\": %.4f, \"launch_real_q3_us\": %.4f, \"launch_hooked_q3_us\": %.4f}\n",
+           hooked[0] != real[0] ? "true" : "false", rounds, mlr, mlh, mlh - mlr, mar, mah, mah / mar,
+           quantile(lr, 0.25), quantile(lh, 0.25), quantile(lr, 0.75), quantile(lh, 0.75));
     return 0;
 }

@@ -14,6 +14,52 @@ static inline uint64_t gs_clock_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* CLOCK_MONOTONIC as of the kernel's last timer tick: behind gs_clock_ns by
+ * at most a tick (clock_getres says how long), never ahead, and read without
+ * the CPU's time-stamp counter. Next to a real driver's launch a precise read
+ * costs more than its own time on some hosts (docs/benchmarks.md): the
+ * launch path asks the coarse clock first where a tick's error cannot matter.
+ * 0 where the kernel lacks it. */
+static inline uint64_t gs_clock_coarse_ns(void)
+{
+#ifdef CLOCK_MONOTONIC_COARSE
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+    return 0;
+}
+
+/* How far the launch path trusts gs_clock_coarse_ns: a coarse reading more
+ * than this slack before a time is surely before it by the precise clock.
+ * The coarse clock lags by up to a tick plus however late the tick's update
+ * ran (1.7 ms on top of a 4 ms tick on a KVM guest), so: three ticks to
+ * start with (0, the precise clock only, where there is no coarse clock or
+ * its tick is longer than max_ns), then gs_clock_coarse_fit. */
+static inline uint64_t gs_clock_coarse_slack_ns(uint64_t max_ns)
+{
+#ifdef CLOCK_MONOTONIC_COARSE
+    struct timespec r;
+    if (clock_getres(CLOCK_MONOTONIC_COARSE, &r) == 0 && gs_clock_coarse_ns()) {
+        uint64_t tick = (uint64_t)r.tv_sec * 1000000000ull + (uint64_t)r.tv_nsec;
+        if (tick && tick <= max_ns)
+            return 3 * tick;
+    }
+#endif
+    (void)max_ns;
+    return 0;
+}
+
+/* The slack after the coarse clock was seen `lag` behind the precise one
+ * (read just after it): at least twice the worst lag seen; 0 for good once
+ * that would exceed max_ns. */
+static inline uint64_t gs_clock_coarse_fit(uint64_t slack, uint64_t lag, uint64_t max_ns)
+{
+    if (!slack || 2 * lag <= slack)
+        return slack;
+    return 2 * lag > max_ns ? 0 : 2 * lag;
+}
+
 /* Sleeps until t (ns of gs_clock_ns), whatever signals interrupt it. */
 static inline void gs_clock_sleep_until(uint64_t t)
 {

@@ -48,6 +48,11 @@
 enum { CRIT_QUEUED_RECENT = 0, CRIT_QUEUED = 1 };
 /* The hot path republishes our demand at most this often. */
 #define DEMAND_PUBLISH_NS (1000ull * 1000)
+/* The coarse clock is asked first on the hot path only where its tick is at
+ * most this long (a kernel's HZ of 100 or more), and while its slack (clock.h)
+ * stays within COARSE_SLACK_MAX_NS. */
+#define COARSE_TICK_MAX_NS (10ull * 1000 * 1000)
+#define COARSE_SLACK_MAX_NS (40ull * 1000 * 1000)
 
 static struct {
     pthread_mutex_t lock;
@@ -76,6 +81,9 @@ static struct {
     _Atomic uint64_t power_next;
     _Atomic int power_crit_active;
     _Atomic int power_on; /* the guard is on: set at start, cleared when NVML fails */
+    /* How far the hot path trusts the coarse clock (clock.h; 0: the precise
+     * clock only): set at start, fitted on the slow path. */
+    _Atomic uint64_t coarse_slack;
 } cc = {.lock = PTHREAD_MUTEX_INITIALIZER,
         .drain_over = PTHREAD_COND_INITIALIZER,
         .depth = CRIT_QUEUED};
@@ -86,6 +94,7 @@ void gs_launch_init(const char *state_dir)
     cc.on = gs_g.enforce && gs_g.ledger_shared;
     if (!cc.on)
         return;
+    atomic_store(&cc.coarse_slack, gs_clock_coarse_slack_ns(COARSE_TICK_MAX_NS));
     int gated = gs_limits_guard_applies(&gs_g.limits);
     cc.self.guard_ns = gated ? gs_g.limits.guard_us * 1000 : 0;
     gs_cc_power_init(&cc.power, gs_limits_power_guard_applies(&gs_g.limits)
@@ -353,17 +362,52 @@ static void cc_slow(void)
     pthread_mutex_unlock(&cc.lock);
 }
 
+/* The slow path read the precise clock at now: how far behind is the coarse
+ * one? Its slack is kept at twice the worst lag seen (clock.h). */
+static void coarse_fit(uint64_t now)
+{
+    uint64_t c = gs_clock_coarse_ns();
+    uint64_t slack = atomic_load_explicit(&cc.coarse_slack, memory_order_relaxed);
+    if (!slack || now <= c)
+        return;
+    uint64_t fit = gs_clock_coarse_fit(slack, now - c, COARSE_SLACK_MAX_NS);
+    if (fit == slack)
+        return;
+    atomic_store_explicit(&cc.coarse_slack, fit, memory_order_relaxed);
+    if (fit)
+        GS_LOGD("the coarse clock was %.2f ms behind: trusted on the launch path no closer "
+                "than %.2f ms to a decision's end",
+                (double)(now - c) / 1e6, (double)fit / 1e6);
+    else
+        GS_LOGD("the coarse clock was %.2f ms behind: the launch path reads the precise clock "
+                "from now on",
+                (double)(now - c) / 1e6);
+}
+
 static inline void cc_before(void)
 {
     if (!cc.on)
         return;
-    uint64_t now = gs_clock_ns();
-    if (GS_LIKELY(now < atomic_load_explicit(&cc.until, memory_order_acquire))) {
+    /* Far from the decision's end the coarse clock tells enough, and costs a
+     * launch less (clock.h); within its slack of it, the precise one. Next
+     * to a critical tenant a decision lasts GS_CC_CRIT_POLL_NS, well within
+     * the slack: precise. The coarse stamp below is early by less than the
+     * slack (and never moves last_launch or our demand back): as last_launch
+     * it can only shorten a window's charge when no later launch or sync is
+     * seen (gs_cc_work_finished), and launches near the window's end are
+     * stamped precisely. */
+    uint64_t until = atomic_load_explicit(&cc.until, memory_order_acquire);
+    uint64_t slack = atomic_load_explicit(&cc.coarse_slack, memory_order_relaxed);
+    uint64_t now = gs_clock_coarse_ns();
+    if (!slack || now + slack >= until)
+        now = gs_clock_ns();
+    if (GS_LIKELY(now < until)) {
         /* Stamped once this launch may go: a drain decided for it must see the
          * previous launch, not this one. */
-        atomic_store_explicit(&cc.last_launch, now, memory_order_relaxed);
-        if (GS_UNLIKELY(now - atomic_load_explicit(&cc.last_demand, memory_order_relaxed) >
-                        DEMAND_PUBLISH_NS)) {
+        if (now > atomic_load_explicit(&cc.last_launch, memory_order_relaxed))
+            atomic_store_explicit(&cc.last_launch, now, memory_order_relaxed);
+        if (GS_UNLIKELY(now > atomic_load_explicit(&cc.last_demand, memory_order_relaxed) +
+                                  DEMAND_PUBLISH_NS)) {
             atomic_store_explicit(&cc.last_demand, now, memory_order_relaxed);
             atomic_store_explicit(&gs_g.ledger->demand_ns, now, memory_order_relaxed);
         }
@@ -375,7 +419,9 @@ static inline void cc_before(void)
             return;
     }
     cc_slow();
-    atomic_store_explicit(&cc.last_launch, gs_clock_ns(), memory_order_relaxed);
+    now = gs_clock_ns();
+    atomic_store_explicit(&cc.last_launch, now, memory_order_relaxed);
+    coarse_fit(now);
 }
 
 static void rhythm_request_began(uint64_t now);

@@ -23,6 +23,7 @@
 
 #include "contract/ledger.h"
 #include "contract/slice.h"
+#include "interposer/clock.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
@@ -1144,9 +1145,43 @@ static int teardown_all(void **st)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The launch path's coarse clock (clock.h): never ahead of the precise one
+ * (read after it); how far behind, measured. Its slack: three ticks to
+ * start, then twice the worst lag seen, and the precise clock alone once
+ * that passes the bound. */
+static void test_coarse_clock(void **st)
+{
+    (void)st;
+    assert_int_equal(gs_clock_coarse_fit(12, 5, 40), 12);
+    assert_int_equal(gs_clock_coarse_fit(12, 6, 40), 12);
+    assert_int_equal(gs_clock_coarse_fit(12, 7, 40), 14);
+    assert_int_equal(gs_clock_coarse_fit(12, 20, 40), 40);
+    assert_int_equal(gs_clock_coarse_fit(12, 21, 40), 0);
+    assert_int_equal(gs_clock_coarse_fit(0, 1, 40), 0);
+    uint64_t slack = gs_clock_coarse_slack_ns(10ull * 1000 * 1000);
+    if (!slack) {
+        print_message(
+            "no coarse clock with a tick of 10 ms or less here: the precise one is used\n");
+        skip();
+    }
+    uint64_t worst = 0, fitted = slack;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t before = gs_clock_ns(), c = gs_clock_coarse_ns(), after = gs_clock_ns();
+        assert_true(c <= after);
+        if (before > c && before - c > worst)
+            worst = before - c;
+        fitted = gs_clock_coarse_fit(fitted, before > c ? before - c : 0, UINT64_MAX);
+    }
+    assert_true(fitted >= slack && fitted >= 2 * worst);
+    print_message(
+        "coarse clock: slack %.2f ms to start, behind by at most %.2f ms, fitted %.2f ms\n",
+        (double)slack / 1e6, (double)worst / 1e6, (double)fitted / 1e6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_coarse_clock),
         cmocka_unit_test(test_passthrough_without_slice),
         cmocka_unit_test(test_slice_id_without_limits_fails_closed),
         cmocka_unit_test(test_pause_past_window_not_charged),
