@@ -281,8 +281,12 @@ void gs_cc_power_init(struct gs_cc_power *p, unsigned floor_pct)
 unsigned gs_cc_power_sample(struct gs_cc_power *p, uint64_t now, int limited,
                             unsigned clock_permille)
 {
-    if (!p->period_end)
+    if (!p->period_end) { /* an active spell begins: from the duty of the last, if recent */
         p->period_end = now + GS_CC_PERIOD_NS;
+        if (p->learnt && p->floor_pct && now - p->learnt_at < GS_CC_POWER_MEMORY_NS)
+            p->duty = p->learnt;
+        p->learnt = 0;
+    }
     p->n++;
     p->nlimited += limited != 0;
     p->clock_sum += clock_permille;
@@ -298,8 +302,10 @@ unsigned gs_cc_power_sample(struct gs_cc_power *p, uint64_t now, int limited,
     if (!p->floor_pct) {
         p->duty = 100;
     } else if (limited && clock_permille < floor) {
-        p->duty = p->duty > GS_CC_POWER_DUTY_MIN + GS_CC_POWER_DOWN ? p->duty - GS_CC_POWER_DOWN
-                                                                    : GS_CC_POWER_DUTY_MIN;
+        unsigned down = (floor - clock_permille + 9) / 10; /* points below the floor */
+        if (down > GS_CC_POWER_DOWN)
+            down = GS_CC_POWER_DOWN;
+        p->duty = p->duty > GS_CC_POWER_DUTY_MIN + down ? p->duty - down : GS_CC_POWER_DUTY_MIN;
         p->calm = 0;
     } else if (!limited || clock_permille >= floor + GS_CC_POWER_BAND * 10) {
         if (++p->calm >= GS_CC_POWER_CALM) {
@@ -312,9 +318,17 @@ unsigned gs_cc_power_sample(struct gs_cc_power *p, uint64_t now, int limited,
     return p->duty;
 }
 
-unsigned gs_cc_power_release(struct gs_cc_power *p)
+unsigned gs_cc_power_release(struct gs_cc_power *p, uint64_t now)
 {
+    unsigned learnt = p->learnt;
+    uint64_t learnt_at = p->learnt_at;
+    if (p->period_end) { /* an active spell ends */
+        learnt = p->duty < 100 ? p->duty : 0;
+        learnt_at = now;
+    }
     gs_cc_power_init(p, p->floor_pct);
+    p->learnt = learnt;
+    p->learnt_at = learnt_at;
     return p->duty;
 }
 

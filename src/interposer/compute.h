@@ -309,12 +309,19 @@ int gs_cc_critical_recent(const struct gs_cc_tenant *t, uint64_t now);
  * once per GS_CC_PERIOD_NS looks at the period's samples (one period: its
  * window and the rest, whatever their phase): while the GPU reported its
  * clock held down by its power or thermal limit (in most samples) below the
- * floor (on average), it lowers its duty by GS_CC_POWER_DOWN points, to
- * GS_CC_POWER_DUTY_MIN at least; after GS_CC_POWER_CALM periods in a row
- * clear of it (not limited, or GS_CC_POWER_BAND points above the floor) it
- * gives GS_CC_POWER_UP back. Without an active critical tenant the duty is
- * 100 (all). So it costs nothing where the GPU is not power-bound (a small
- * model, memory-bound work, a GPU under its limit). docs/compute.md.
+ * floor (on average), it lowers its duty by as many points as the clock is
+ * below the floor, 1 to GS_CC_POWER_DOWN, to GS_CC_POWER_DUTY_MIN at least
+ * (the power follows the duty with a lag: big steps near the floor
+ * overshoot it); after GS_CC_POWER_CALM periods in a row clear of it (not
+ * limited, or GS_CC_POWER_BAND points above the floor) it gives
+ * GS_CC_POWER_UP back. Without an active critical tenant the duty is 100
+ * (all); the duty it had learnt is where it starts again if a critical
+ * tenant comes back within GS_CC_POWER_MEMORY_NS (a critical tenant's
+ * traffic comes and goes; starting from 100 each time, the first second of
+ * each burst ran at the limited clock, and the climb back after the
+ * overshoot took seconds). So it costs nothing where the GPU is not
+ * power-bound (a small model, memory-bound work, a GPU under its limit).
+ * docs/compute.md.
  *
  * The duty is the fraction of the time our kernels may keep the GPU busy,
  * kept at the scale of a few kernels, not of a period: a bucket fills with
@@ -333,10 +340,13 @@ int gs_cc_critical_recent(const struct gs_cc_tenant *t, uint64_t now);
 #define GS_CC_POWER_BAND 2
 #define GS_CC_POWER_BURST_NS (2ull * 1000 * 1000)
 #define GS_CC_POWER_KERNEL_NS (200ull * 1000)
+#define GS_CC_POWER_MEMORY_NS (60ull * 1000 * 1000 * 1000)
 struct gs_cc_power {
     unsigned floor_pct; /* the clock to hold, percent of its maximum (0: off) */
     unsigned duty;      /* percent of each period we may use (100: all) */
     unsigned calm;      /* periods in a row clear of the floor */
+    unsigned learnt;    /* the duty when the critical tenant last went idle (0: none) */
+    uint64_t learnt_at; /* ... and when */
     /* The samples of the period under way: */
     uint64_t period_end; /* when it is looked at (0: at the first sample's + a period) */
     unsigned n, nlimited;
@@ -348,8 +358,9 @@ void gs_cc_power_init(struct gs_cc_power *p, unsigned floor_pct);
  * Returns the duty (changed once a period). */
 unsigned gs_cc_power_sample(struct gs_cc_power *p, uint64_t now, int limited,
                             unsigned clock_permille);
-/* No critical tenant active: the whole period back (returns the duty, 100). */
-unsigned gs_cc_power_release(struct gs_cc_power *p);
+/* No critical tenant active at now: the whole period back (returns the
+ * duty, 100); the duty learnt is kept for the next active spell. */
+unsigned gs_cc_power_release(struct gs_cc_power *p, uint64_t now);
 /* A decision to launch that the caller decides again before launching (it
  * waited for its queue meanwhile) gives back what it took from the bucket:
  * one launch is charged once. */

@@ -226,7 +226,7 @@ static void power_tick(void)
     pthread_mutex_lock(&cc.lock);
     unsigned was = cc.power.duty, floor = cc.power.floor_pct;
     unsigned duty = active ? gs_cc_power_sample(&cc.power, now, limited, clock)
-                           : gs_cc_power_release(&cc.power);
+                           : gs_cc_power_release(&cc.power, now);
     pthread_mutex_unlock(&cc.lock);
     if (duty == was)
         return;

@@ -1223,8 +1223,10 @@ static void test_power_duty_bucket(void **st)
 }
 
 /* The controller's steps, one per period of samples: down while the clock is
- * held below the floor, back up after a calm spell, a hold just above the
- * floor, never below the minimum; off at floor 0; all back on release. */
+ * held below the floor, by as many points as it is below (at most
+ * GS_CC_POWER_DOWN), back up after a calm spell, a hold just above the
+ * floor, never below the minimum; off at floor 0; all back on release, and
+ * the duty learnt back when a critical tenant is active again soon after. */
 static uint64_t power_now;
 
 /* Samples until a period's verdict; the duty after it. */
@@ -1273,8 +1275,26 @@ static void test_power_guard_steps(void **st)
     } while (p.n);
     assert_true(k > 4);
     assert_int_equal(p.duty, 100);
-    power_period(&p, 1, 800);
-    assert_int_equal(gs_cc_power_release(&p), 100);
+    /* Just below the floor: small steps (1 point at 92.1 %, 3 at 90.5 %). */
+    assert_int_equal(power_period(&p, 1, 921), 99);
+    assert_int_equal(power_period(&p, 1, 905), 96);
+    assert_int_equal(power_period(&p, 1, 800), 96 - GS_CC_POWER_DOWN);
+    /* The critical tenant goes idle: everything back, the duty learnt kept... */
+    assert_int_equal(gs_cc_power_release(&p, power_now), 100);
+    power_now += 5 * SEC;
+    assert_int_equal(gs_cc_power_release(&p, power_now), 100);
+    /* ... and where the next active spell starts (before its first verdict). */
+    assert_int_equal(gs_cc_power_sample(&p, power_now, 0, 1000), 96 - GS_CC_POWER_DOWN);
+    for (int i = 0; i < GS_CC_POWER_CALM; i++)
+        power_period(&p, 0, 1000);
+    assert_int_equal(p.duty, 96 - GS_CC_POWER_DOWN + GS_CC_POWER_UP);
+    /* Idle for longer than GS_CC_POWER_MEMORY_NS: learnt afresh from 100. */
+    gs_cc_power_release(&p, power_now);
+    power_now += GS_CC_POWER_MEMORY_NS + SEC;
+    assert_int_equal(gs_cc_power_sample(&p, power_now, 0, 1000), 100);
+    /* A spell that ended at 100 leaves nothing learnt. */
+    gs_cc_power_release(&p, power_now);
+    assert_int_equal(gs_cc_power_sample(&p, power_now + SEC, 1, 800), 100);
     gs_cc_power_init(&p, 0);
     assert_int_equal(power_period(&p, 1, 100), 100);
 }
@@ -1294,21 +1314,37 @@ static unsigned sim_power_clock(double busy, int *limited)
     return busy > 0.75 ? (unsigned)(1000 - (busy - 0.75) * 1200) : 1000;
 }
 
-static double power_run(unsigned floor_pct, double *low_share, double *be_pct, unsigned *min_duty)
+struct power_opts {
+    unsigned floor_pct;
+    uint64_t burst, pause; /* !0: the critical tenant's requests come in bursts */
+    int forget;            /* on release, forget the duty learnt (before session 14) */
+    uint64_t from;         /* measure from here (the second half: 10 s) ... */
+    uint64_t head;         /* !0: ... only in the first `head` of each burst after the first */
+};
+
+struct power_result {
+    double clock_pct, low_share, be_pct;
+    unsigned min_duty;
+};
+
+static struct power_result power_run(const struct power_opts *o)
 {
     struct sim s = {.split = 10 * SEC};
-    add_critical(&s); /* 2 ms requests every 10 ms: busy 20 % */
+    struct sim_tenant *c = add_critical(&s); /* 2 ms requests every 10 ms: busy 20 % */
+    c->req_burst = o->burst;
+    c->req_pause = o->pause;
     struct sim_tenant *b = add(&s, "best-effort", 100, 0);
     b->kernel_ns = 200 * US;
     b->max_inflight = 1;
     struct gs_cc_power p;
-    gs_cc_power_init(&p, floor_pct);
-    uint64_t done = 0;
+    gs_cc_power_init(&p, o->floor_pct);
+    uint64_t done = 0, b_from = 0, b_gpu = 0;
     int samples = 0, low = 0;
     double clock_sum = 0, power = 0;
     const double tau = 150.0 * MS, step = GS_CC_POWER_SAMPLE_NS;
-    *min_duty = 100;
+    struct power_result r = {.min_duty = 100};
     for (uint64_t t = GS_CC_POWER_SAMPLE_NS; t <= 20 * SEC; t += GS_CC_POWER_SAMPLE_NS) {
+        uint64_t b_was = b->gpu_ns[0] + b->gpu_ns[1];
         run(&s, t);
         uint64_t gpu = 0;
         for (int i = 0; i < s.n; i++)
@@ -1317,36 +1353,73 @@ static double power_run(unsigned floor_pct, double *low_share, double *be_pct, u
         done = gpu;
         int limited;
         unsigned clock = sim_power_clock(power, &limited);
-        b->pub.duty = gs_cc_power_sample(&p, t, limited, clock);
-        if (b->pub.duty < *min_duty)
-            *min_duty = b->pub.duty;
-        if (t > s.split) {
+        /* Active: the critical tenant launched within GS_CC_POWER_ACTIVE_NS (launch.c). */
+        if (!o->burst || t - c->last_launch < GS_CC_POWER_ACTIVE_NS)
+            b->pub.duty = gs_cc_power_sample(&p, t, limited, clock);
+        else if (o->forget)
+            gs_cc_power_init(&p, o->floor_pct), b->pub.duty = p.duty;
+        else
+            b->pub.duty = gs_cc_power_release(&p, t);
+        if (b->pub.duty < r.min_duty)
+            r.min_duty = b->pub.duty;
+        uint64_t cycle = o->burst + o->pause;
+        if (t > o->from && (!o->head || (t >= cycle && t % cycle < o->head))) {
             samples++;
             low += clock < 900;
             clock_sum += clock;
+            b_from += GS_CC_POWER_SAMPLE_NS;
+            b_gpu += b->gpu_ns[0] + b->gpu_ns[1] - b_was;
         }
     }
-    *low_share = (double)low / samples;
-    *be_pct = pct(b, 1, 10 * SEC);
-    return clock_sum / samples / 10.0;
+    r.low_share = (double)low / samples;
+    r.be_pct = 100.0 * (double)b_gpu / (double)b_from;
+    r.clock_pct = clock_sum / samples / 10.0;
+    return r;
 }
 
 static void test_power_guard_holds_the_clock(void **st)
 {
     (void)st;
-    double low_off, be_off, low_on, be_on;
-    unsigned min_off, min_on;
-    double clock_off = power_run(0, &low_off, &be_off, &min_off);
-    double clock_on = power_run(93, &low_on, &be_on, &min_on);
+    struct power_result off = power_run(&(struct power_opts){.floor_pct = 0, .from = 10 * SEC});
+    struct power_result on = power_run(&(struct power_opts){.floor_pct = 93, .from = 10 * SEC});
     print_message("power guard off: clock %.1f %%, B %.1f %%; on (93 %%): clock %.1f %% "
                   "(%.0f %% of samples below 90 %%), B %.1f %%, its duty at least %u %%\n",
-                  clock_off, be_off, clock_on, 100 * low_on, be_on, min_on);
-    assert_true(clock_off < 85.0); /* the limit, without the guard */
-    assert_int_equal(min_off, 100);
-    assert_true(clock_on >= 92.0);
-    assert_true(low_on <= 0.1 && low_off > 0.9);
-    assert_true(be_on >= 45.0); /* of the ~80 % the critical tenant leaves */
-    assert_true(min_on >= 50);
+                  off.clock_pct, off.be_pct, on.clock_pct, 100 * on.low_share, on.be_pct,
+                  on.min_duty);
+    assert_true(off.clock_pct < 85.0); /* the limit, without the guard */
+    assert_int_equal(off.min_duty, 100);
+    assert_true(on.clock_pct >= 92.0);
+    assert_true(on.low_share <= 0.1 && off.low_share > 0.9);
+    assert_true(on.be_pct >= 45.0); /* of the ~80 % the critical tenant leaves */
+    assert_true(on.min_duty >= 50);
+}
+
+/* The critical tenant's traffic in bursts (3 s of requests, 2 s of none):
+ * each burst after the first starts from the duty the last one learnt, so
+ * its first second runs near the floor; forgetting it (before session 14),
+ * each burst's first second ran at the limited clock while the duty came
+ * down from 100. B pays a little for it over the whole run. */
+static void test_power_guard_remembers_between_bursts(void **st)
+{
+    (void)st;
+    struct power_opts o = {.floor_pct = 93, .burst = 3 * SEC, .pause = 2 * SEC, .head = SEC};
+    struct power_result kept = power_run(&o);
+    o.forget = 1;
+    struct power_result forgot = power_run(&o);
+    o.head = 0;
+    struct power_result forgot_all = power_run(&o);
+    o.forget = 0;
+    struct power_result kept_all = power_run(&o);
+    print_message("bursts, first second of each: duty kept: clock %.1f %% (%.0f %% of samples "
+                  "below 90 %%), B %.1f %%; forgotten: clock %.1f %% (%.0f %%), B %.1f %%; "
+                  "whole run: B %.1f %% kept, %.1f %% forgotten\n",
+                  kept.clock_pct, 100 * kept.low_share, kept.be_pct, forgot.clock_pct,
+                  100 * forgot.low_share, forgot.be_pct, kept_all.be_pct, forgot_all.be_pct);
+    /* The power follows B's full duty in A's pauses with a lag: a burst's
+     * first samples meet the limit either way. */
+    assert_true(kept.clock_pct >= 90.0 && forgot.clock_pct < 80.0);
+    assert_true(kept.low_share < 0.5 * forgot.low_share);
+    assert_true(kept_all.be_pct >= forgot_all.be_pct - 6.0);
 }
 
 int main(void)
@@ -1382,6 +1455,7 @@ int main(void)
         cmocka_unit_test(test_power_duty_bucket),
         cmocka_unit_test(test_power_guard_steps),
         cmocka_unit_test(test_power_guard_holds_the_clock),
+        cmocka_unit_test(test_power_guard_remembers_between_bursts),
     };
     return cmocka_run_group_tests_name("compute", tests, NULL, NULL);
 }
