@@ -39,6 +39,8 @@ ap.add_argument("--inproc-compute", type=int, default=0,
 ap.add_argument("--inproc-critical-peer", action="store_true",
                 help="a latency-critical tenant (idle: it never launches) next to the slice: every "
                 "launch then takes the controller's lock and records an event")
+ap.add_argument("--inproc-critical", action="store_true",
+                help="with --inproc: the tenant measured is latency-critical (gpuslice run --critical)")
 ap.add_argument("--skip-process", action="store_true", help="only the in-process comparison")
 ap.add_argument("--cpu", default="2", help="pin every process to this CPU (taskset); '' = no pinning. "
                 "Unpinned, launch cost was bimodal (3.5 or 4.3 us) with the core a process landed on")
@@ -109,6 +111,7 @@ if args.inproc:
     # An enforcing slice as "gpuslice"; each process compares libcuda's own entry points
     # with the interposer's, interleaved, and reports its medians.
     share = ["--compute", str(args.inproc_compute)] if args.inproc_compute else []
+    share += ["--critical"] if args.inproc_critical else []
     inproc = [run_one(enforcing(make_slice(["--memory", args.memory] + share, args.inproc_critical_peer)) + [args.inproc])
               for _ in range(args.inproc_reps)]
     summary["inproc"] = {m: statistics.median(r[m] for r in inproc)
@@ -116,6 +119,7 @@ if args.inproc:
                                    "alloc_pair_real_us", "alloc_pair_hooked_us", "alloc_pair_ratio")}
     summary["inproc"]["compute_share"] = args.inproc_compute
     summary["inproc"]["critical_peer"] = args.inproc_critical_peer
+    summary["inproc"]["critical"] = args.inproc_critical
     summary["inproc"]["all_interposed"] = all(r["interposed"] for r in inproc)
     res["inproc_runs"] = inproc
 shutil.rmtree(scratch, ignore_errors=True)

@@ -431,6 +431,20 @@ static inline void cc_after(CUstream s)
     if (!cc.on)
         return;
     if (gs_g.limits.priority == GS_PRIO_CRITICAL) {
+        if (atomic_load_explicit(&cc.request_from, memory_order_relaxed)) {
+            /* Within a request the best-effort tenants see us busy by any
+             * stamp after our idle one (the request's first launch, stamped
+             * precisely below), and the stamp only has to stay fresh
+             * (GS_CC_CRIT_STALE_NS): the coarse clock (clock.h), never moving
+             * the stamp back. An eager model launches hundreds of kernels a
+             * request. */
+            uint64_t now = gs_clock_coarse_ns();
+            if (now > atomic_load_explicit(&gs_g.ledger->crit_launch_ns, memory_order_relaxed)) {
+                atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);
+                gs_prime_launched(now);
+            }
+            return;
+        }
         uint64_t now = gs_clock_ns();
         atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);
         uint64_t none = 0;

@@ -693,6 +693,33 @@ static uint64_t mono(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A critical tenant's launch stamp, which best-effort tenants read to see
+ * it busy: within a request of many launches it keeps moving with the
+ * launches (the coarse clock after the first, never back), so it never goes
+ * stale while the request runs; the sync after them stamps it idle. */
+static void test_critical_stamps_through_a_request(void **st)
+{
+    (void)st;
+    struct slice crit;
+    mkslice(&crit, GiB);
+    set_compute(&crit, 0, GS_PRIO_CRITICAL);
+    uint64_t t0 = mono();
+    const char *args[] = {"direct", "launch-spread", "200", "60", NULL};
+    const char *out = run(&crit, NULL, args);
+    uint64_t t1 = mono();
+    assert_int_equal(field(out, "launched "), 200);
+    struct gs_ledger *cl = ledger(&crit);
+    uint64_t launch = atomic_load(&cl->crit_launch_ns), idle = atomic_load(&cl->crit_idle_ns);
+    print_message("request of 200 launches over 60 ms: last launch stamped %.1f ms after the "
+                  "start, idle %.1f ms after it\n",
+                  (double)(launch - t0) / 1e6, (double)(idle - launch) / 1e6);
+    /* The coarse clock lags by at most its slack (test_coarse_clock). */
+    uint64_t slack = gs_clock_coarse_slack_ns(10ull * 1000 * 1000);
+    assert_true(launch > t0 && launch <= idle && idle <= t1);
+    assert_true(launch + 1000ull * 1000 * 10 + slack >= t0 + 60ull * 1000 * 1000);
+    assert_int_equal(atomic_load(&cl->requests), 1);
+}
+
 /* Wiring, not timing: a best-effort tenant does not launch while a
  * critical tenant on the same GPU says it is busy, and goes on as soon as
  * it says it is done. (The controller's timing is tested in virtual time.) */
@@ -1182,6 +1209,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coarse_clock),
+        cmocka_unit_test(test_critical_stamps_through_a_request),
         cmocka_unit_test(test_passthrough_without_slice),
         cmocka_unit_test(test_slice_id_without_limits_fails_closed),
         cmocka_unit_test(test_pause_past_window_not_charged),

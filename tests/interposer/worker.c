@@ -699,6 +699,22 @@ int main(int argc, char **argv)
                fake_count("gsfake_calls", "cuModuleLoadData"));
         return 0;
     }
+    if (!strcmp(s, "launch-spread") && argc > 4) {
+        /* One request of argv[3] launches spread over argv[4] ms, then a
+         * sync (an eager model's request). */
+        long n = strtol(argv[3], NULL, 10), ms = strtol(argv[4], NULL, 10);
+        long gap_ns = n ? ms * 1000000L / n : 0;
+        for (long i = 0; i < n; i++) {
+            if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+                return 4;
+            struct timespec ts = {gap_ns / 1000000000L, gap_ns % 1000000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (A.cuCtxSynchronize() != 0)
+            return 4;
+        printf("launched %ld\n", n);
+        return 0;
+    }
     if (!strcmp(s, "launch-pause") && argc > 4) {
         /* A framework that launches, synchronises, then stays on the CPU (or
          * idle) for argv[4] ms before it launches again. */
