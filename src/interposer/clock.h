@@ -14,12 +14,11 @@ static inline uint64_t gs_clock_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* CLOCK_MONOTONIC as of the kernel's last timer tick: behind gs_clock_ns by
- * at most a tick (clock_getres says how long), never ahead, and read without
- * the CPU's time-stamp counter. Next to a real driver's launch a precise read
- * costs more than its own time on some hosts (docs/benchmarks.md): the
- * launch path asks the coarse clock first where a tick's error cannot matter.
- * 0 where the kernel lacks it. */
+/* CLOCK_MONOTONIC as of the kernel's last timekeeping update, once a timer
+ * tick (clock_getres says how long): behind gs_clock_ns by a tick or a little
+ * more, never ahead, and read without the CPU's time-stamp counter. Next to a real driver's launch
+ * a precise read costs more than its own time on some hosts (docs/benchmarks.md): the launch path
+ * asks the coarse clock first where its lag cannot matter. 0 where the kernel lacks it. */
 static inline uint64_t gs_clock_coarse_ns(void)
 {
 #ifdef CLOCK_MONOTONIC_COARSE
