@@ -1,7 +1,7 @@
 """bench/overhead_sim.c on the simulated driver, through bench/overhead.py --inproc: it
 builds with the toolchain alone, the interposer's wrappers and the simulated driver's own
 entry points (gsfake_entry) are told apart, and overhead.py reads its line under a plain
-slice, a compute share and a critical peer. Its figures are the interposer's CPU work
+slice, a compute share, a critical peer and a critical tenant. Its figures are the interposer's CPU work
 (docs/benchmarks.md); timing is the benchmark's business, not this test's."""
 import json
 import os
@@ -36,7 +36,8 @@ def main():
                                env=dict(os.environ, LD_LIBRARY_PATH=d))
         t.ok(nodrv.returncode != 0 and "LD_LIBRARY_PATH" in nodrv.stderr,
              "no simulated driver in the path: it says where to point", nodrv.stderr)
-        for extra in ([], ["--inproc-compute", "50"], ["--inproc-compute", "50", "--inproc-critical-peer"]):
+        for extra in ([], ["--inproc-compute", "50"], ["--inproc-compute", "50", "--inproc-critical-peer"],
+                      ["--inproc-critical"]):
             out = os.path.join(d, "o.json")
             p = subprocess.run([sys.executable, os.path.join(SRC, "bench", "overhead.py"), "--bin", "true",
                                 "--skip-process", "--inproc", exe, "--inproc-reps", "1", "--cpu", "",
@@ -45,8 +46,10 @@ def main():
             res = json.load(open(out)) if p.returncode == 0 and os.path.exists(out) else {}
             inproc = res.get("summary", {}).get("inproc", {})
             t.ok(inproc.get("all_interposed") is True and "launch_delta_us" in inproc and
-                 "alloc_pair_ratio" in inproc and inproc.get("compute_share") == (50 if extra else 0) and
-                 inproc.get("critical_peer") == ("--inproc-critical-peer" in extra),
+                 "alloc_pair_ratio" in inproc and
+                 inproc.get("compute_share") == (50 if "--inproc-compute" in extra else 0) and
+                 inproc.get("critical_peer") == ("--inproc-critical-peer" in extra) and
+                 inproc.get("critical") == ("--inproc-critical" in extra),
                  "overhead.py --inproc %s: the wrappers against the driver's own, one summary"
                  % (" ".join(extra) or "(a memory slice)"), (p.stderr[-800:], inproc))
     t.done()
