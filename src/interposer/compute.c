@@ -283,7 +283,7 @@ unsigned gs_cc_power_sample(struct gs_cc_power *p, uint64_t now, int limited,
 {
     if (!p->period_end) { /* an active spell begins: from the duty of the last, if recent */
         p->period_end = now + GS_CC_PERIOD_NS;
-        if (p->learnt && p->floor_pct && now - p->learnt_at < GS_CC_POWER_MEMORY_NS)
+        if (p->learnt && p->floor_pct && now < p->learnt_at + GS_CC_POWER_MEMORY_NS)
             p->duty = p->learnt;
         p->learnt = 0;
     }

@@ -367,13 +367,15 @@ static void cc_slow(void)
 static void coarse_fit(uint64_t now)
 {
     uint64_t c = gs_clock_coarse_ns();
-    uint64_t slack = atomic_load_explicit(&cc.coarse_slack, memory_order_relaxed);
-    if (!slack || now <= c)
-        return;
-    uint64_t fit = gs_clock_coarse_fit(slack, now - c, COARSE_SLACK_MAX_NS);
-    if (fit == slack)
-        return;
-    atomic_store_explicit(&cc.coarse_slack, fit, memory_order_relaxed);
+    uint64_t slack = atomic_load_explicit(&cc.coarse_slack, memory_order_relaxed), fit;
+    do { /* threads fitting at once: the widest wins, and 0 stays 0 */
+        if (!slack || now <= c)
+            return;
+        fit = gs_clock_coarse_fit(slack, now - c, COARSE_SLACK_MAX_NS);
+        if (fit == slack)
+            return;
+    } while (!atomic_compare_exchange_weak_explicit(&cc.coarse_slack, &slack, fit,
+                                                    memory_order_relaxed, memory_order_relaxed));
     if (fit)
         GS_LOGD("the coarse clock was %.2f ms behind: trusted on the launch path no closer "
                 "than %.2f ms to a decision's end",
@@ -431,19 +433,27 @@ static inline void cc_after(CUstream s)
     if (!cc.on)
         return;
     if (gs_g.limits.priority == GS_PRIO_CRITICAL) {
-        if (atomic_load_explicit(&cc.request_from, memory_order_relaxed)) {
+        if (atomic_load_explicit(&cc.request_from, memory_order_relaxed) &&
+            atomic_load_explicit(&cc.coarse_slack, memory_order_relaxed)) {
             /* Within a request the best-effort tenants see us busy by any
-             * stamp after our idle one (the request's first launch, stamped
-             * precisely below), and the stamp only has to stay fresh
-             * (GS_CC_CRIT_STALE_NS): the coarse clock (clock.h), never moving
-             * the stamp back. An eager model launches hundreds of kernels a
-             * request. */
+             * launch stamp after the slice's idle one (the request's first
+             * launch, stamped precisely below), and the stamp only has to
+             * stay fresh (GS_CC_CRIT_STALE_NS): the coarse clock (clock.h),
+             * never moving the stamp back. An eager model launches hundreds
+             * of kernels a request. But the idle stamp is the slice's: another
+             * process of it (or thread of ours) may have stamped it since,
+             * later than the coarse clock says: then the precise path. */
             uint64_t now = gs_clock_coarse_ns();
-            if (now > atomic_load_explicit(&gs_g.ledger->crit_launch_ns, memory_order_relaxed)) {
-                atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);
-                gs_prime_launched(now);
+            uint64_t launch =
+                atomic_load_explicit(&gs_g.ledger->crit_launch_ns, memory_order_relaxed);
+            uint64_t idle = atomic_load_explicit(&gs_g.ledger->crit_idle_ns, memory_order_relaxed);
+            if (launch > idle) {
+                if (now > launch) {
+                    atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);
+                    gs_prime_launched(now);
+                }
+                return;
             }
-            return;
         }
         uint64_t now = gs_clock_ns();
         atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);

@@ -65,10 +65,7 @@ static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int
 
 void gs_ring_record(CUstream s, int crit)
 {
-    /* A count for pacing, not a statistic: no locked add on the hot path (two
-     * threads racing lose a launch, and an event comes one launch later). */
-    uint64_t k = atomic_load_explicit(&ring.launches, memory_order_relaxed) + 1;
-    atomic_store_explicit(&ring.launches, k, memory_order_relaxed);
+    uint64_t k = atomic_fetch_add_explicit(&ring.launches, 1, memory_order_relaxed) + 1;
     unsigned every = crit ? 1 : atomic_load_explicit(&ring.every, memory_order_relaxed);
     if (k - atomic_load_explicit(&ring.last, memory_order_relaxed) < every ||
         !gs_g.real.cuEventRecord)

@@ -720,6 +720,60 @@ static void test_critical_stamps_through_a_request(void **st)
     assert_int_equal(atomic_load(&cl->requests), 1);
 }
 
+static uint64_t launches_seen(struct gs_ledger *l)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < GS_LEDGER_SLOTS; i++)
+        n += atomic_load(&l->slots[i].launches);
+    return n;
+}
+
+/* The idle stamp is the slice's, not the process's: another process of the
+ * critical slice that synchronises in the middle of this one's request stamps
+ * it idle, and this one's next launch must say busy again at once (a coarse
+ * stamp can be earlier than that idle one: it takes the precise path). We
+ * play the other process: each time, after two launches of the worker's
+ * counted past our idle stamp, its launch stamp is later than ours. */
+static void test_critical_busy_again_after_another_process_synced(void **st)
+{
+    (void)st;
+    struct slice crit;
+    mkslice(&crit, GiB);
+    set_compute(&crit, 0, GS_PRIO_CRITICAL);
+    int fd;
+    const char *args[] = {"direct", "launch-spread", "1000", "400", NULL};
+    pid_t pid = spawn(&crit, NULL, &fd, args);
+    struct gs_ledger *cl = ledger(&crit);
+    uint64_t deadline = mono() + 5000ull * 1000 * 1000;
+    while (launches_seen(cl) < 20 && mono() < deadline) {
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    int probes = 0;
+    for (int i = 0; i < 5 && launches_seen(cl) < 900; i++) {
+        uint64_t idle = mono();
+        atomic_store(&cl->crit_idle_ns, idle);
+        uint64_t from = launches_seen(cl);
+        while (launches_seen(cl) < from + 2 && mono() < deadline) {
+            struct timespec ts = {0, 100 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (launches_seen(cl) < from + 2)
+            break; /* the request ended meanwhile */
+        assert_true(atomic_load(&cl->crit_launch_ns) > idle);
+        probes++;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    int status;
+    waitpid(pid, &status, 0);
+    close(fd);
+    assert_true(n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(probes >= 3);
+}
+
 /* Wiring, not timing: a best-effort tenant does not launch while a
  * critical tenant on the same GPU says it is busy, and goes on as soon as
  * it says it is done. (The controller's timing is tested in virtual time.) */
@@ -1173,9 +1227,10 @@ static int teardown_all(void **st)
 }
 
 /* The launch path's coarse clock (clock.h): never ahead of the precise one
- * (read after it); how far behind, measured. Its slack: three ticks to
- * start, then twice the worst lag seen, and the precise clock alone once
- * that passes the bound. */
+ * (read after it), and how far behind, printed (a lag is the host's, not a
+ * property to assert). Its slack's rule: three ticks to start, then twice
+ * the worst lag seen, and the precise clock alone, for good, once that
+ * passes the bound. */
 static void test_coarse_clock(void **st)
 {
     (void)st;
@@ -1191,18 +1246,15 @@ static void test_coarse_clock(void **st)
             "no coarse clock with a tick of 10 ms or less here: the precise one is used\n");
         skip();
     }
-    uint64_t worst = 0, fitted = slack;
+    uint64_t worst = 0;
     for (int i = 0; i < 200000; i++) {
         uint64_t before = gs_clock_ns(), c = gs_clock_coarse_ns(), after = gs_clock_ns();
-        assert_true(c <= after);
+        assert_true(c && c <= after);
         if (before > c && before - c > worst)
             worst = before - c;
-        fitted = gs_clock_coarse_fit(fitted, before > c ? before - c : 0, UINT64_MAX);
     }
-    assert_true(fitted >= slack && fitted >= 2 * worst);
-    print_message(
-        "coarse clock: slack %.2f ms to start, behind by at most %.2f ms, fitted %.2f ms\n",
-        (double)slack / 1e6, (double)worst / 1e6, (double)fitted / 1e6);
+    print_message("coarse clock: slack %.2f ms to start, behind by at most %.2f ms here\n",
+                  (double)slack / 1e6, (double)worst / 1e6);
 }
 
 int main(void)
@@ -1210,6 +1262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coarse_clock),
         cmocka_unit_test(test_critical_stamps_through_a_request),
+        cmocka_unit_test(test_critical_busy_again_after_another_process_synced),
         cmocka_unit_test(test_passthrough_without_slice),
         cmocka_unit_test(test_slice_id_without_limits_fails_closed),
         cmocka_unit_test(test_pause_past_window_not_charged),
