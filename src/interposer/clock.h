@@ -1,32 +1,43 @@
-/* CLOCK_MONOTONIC for the interposer's modules: one clock for every
- * process of the host, so every tenant lays out the same windows. */
+/* The interposer's clocks: CLOCK_MONOTONIC, one clock for every process of
+ * the host, so every tenant lays out the same windows; its coarse form for
+ * the launch path; any other clock a module stamps with, in ns. */
 #ifndef GS_INTERPOSER_CLOCK_H
 #define GS_INTERPOSER_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>
 
-/* Now, in ns (the vDSO: no system call). */
-static inline uint64_t gs_clock_ns(void)
+static inline uint64_t gs_ts_ns(const struct timespec *ts)
+{
+    return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+/* Clock clk now, in ns (the vDSO: no system call); 0 if the kernel lacks it. */
+static inline uint64_t gs_clock_read_ns(clockid_t clk)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return clock_gettime(clk, &ts) == 0 ? gs_ts_ns(&ts) : 0;
+}
+
+/* Now, in ns. */
+static inline uint64_t gs_clock_ns(void)
+{
+    return gs_clock_read_ns(CLOCK_MONOTONIC);
 }
 
 /* CLOCK_MONOTONIC as of the kernel's last timekeeping update, once a timer
  * tick (clock_getres says how long): behind gs_clock_ns by a tick or a little
- * more, never ahead, and read without the CPU's time-stamp counter. Next to a real driver's launch
- * a precise read costs more than its own time on some hosts (docs/benchmarks.md): the launch path
- * asks the coarse clock first where its lag cannot matter. 0 where the kernel lacks it. */
+ * more, never ahead, and read without the CPU's time-stamp counter. Next to a
+ * real driver's launch a precise read costs more than its own time on some
+ * hosts (docs/benchmarks.md): the launch path asks the coarse clock first
+ * where its lag cannot matter. 0 where the kernel lacks it. */
 static inline uint64_t gs_clock_coarse_ns(void)
 {
 #ifdef CLOCK_MONOTONIC_COARSE
-    struct timespec ts;
-    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
+    return gs_clock_read_ns(CLOCK_MONOTONIC_COARSE);
+#else
     return 0;
+#endif
 }
 
 /* How far the launch path trusts gs_clock_coarse_ns: a coarse reading more
@@ -40,7 +51,7 @@ static inline uint64_t gs_clock_coarse_slack_ns(uint64_t max_ns)
 #ifdef CLOCK_MONOTONIC_COARSE
     struct timespec r;
     if (clock_getres(CLOCK_MONOTONIC_COARSE, &r) == 0 && gs_clock_coarse_ns()) {
-        uint64_t tick = (uint64_t)r.tv_sec * 1000000000ull + (uint64_t)r.tv_nsec;
+        uint64_t tick = gs_ts_ns(&r);
         if (tick && tick <= max_ns)
             return 3 * tick;
     }

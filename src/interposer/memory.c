@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/quantity.h"
+#include "interposer/clock.h"
 #include "interposer/interposer.h"
 
 #define MiB (1ull << 20)
@@ -30,13 +31,6 @@ static uint64_t charge_size(uint64_t bytes)
     return (bytes + 511) & ~511ull;
 }
 
-static uint64_t now_ns(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts); /* vDSO: no system call */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int gs_slot(void)
 {
     int s = atomic_load_explicit(&gs_g.slot, memory_order_acquire);
@@ -47,8 +41,8 @@ int gs_slot(void)
     /* Slow path, once per process (and once more after fork). */
     int32_t pid = (int32_t)getpid();
     int fd = atomic_load(&gs_g.ledger_fd);
-    gs_ledger_maybe_reap(gs_g.ledger, now_ns(CLOCK_MONOTONIC) + GS_LEDGER_REAP_INTERVAL_NS * 2, fd,
-                         -1, gs_ledger_pid_alive);
+    gs_ledger_maybe_reap(gs_g.ledger, gs_clock_ns() + GS_LEDGER_REAP_INTERVAL_NS * 2, fd, -1,
+                         gs_ledger_pid_alive);
     /* The owner lock on fd (ledger.h): it ends with this process, whatever
      * pid namespace a reaper looks from. A forked child holds none of its
      * parent's and takes its own here. */
@@ -84,7 +78,7 @@ void gs_note_use(void)
     struct gs_ledger_slot *sl = &gs_g.ledger->slots[s];
     if (GS_LIKELY(atomic_load_explicit(&sl->ctx_ns, memory_order_relaxed)))
         return;
-    uint64_t t = now_ns(CLOCK_REALTIME);
+    uint64_t t = gs_clock_read_ns(CLOCK_REALTIME);
     atomic_store(&sl->ctx_ns, t);
     uint64_t zero = 0;
     atomic_compare_exchange_strong(&gs_g.ledger->first_ctx_ns, &zero, t);
@@ -179,7 +173,7 @@ static int ledger_ok(int slot)
 
 static void note_activity(void)
 {
-    uint64_t t = now_ns(CLOCK_REALTIME_COARSE);
+    uint64_t t = gs_clock_read_ns(CLOCK_REALTIME_COARSE);
     /* Once a second per process, the ledger file's size. */
     uint64_t audit = atomic_load_explicit(&gs_g.audit_ns, memory_order_relaxed);
     if (GS_UNLIKELY(t - audit > 1000000000ull) &&
