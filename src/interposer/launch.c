@@ -428,33 +428,38 @@ static inline void cc_before(void)
 
 static void rhythm_request_began(uint64_t now);
 
+/* A critical tenant's launch within a request: the best-effort tenants see
+ * us busy by any launch stamp after the slice's idle one (the request's
+ * first launch, stamped precisely in cc_after), and the stamp only has to
+ * stay fresh (GS_CC_CRIT_STALE_NS): the coarse clock (clock.h), never moving
+ * the stamp back. An eager model launches hundreds of kernels a request. But
+ * the idle stamp is the slice's: another process of it (or thread of ours)
+ * may have stamped it since, later than the coarse clock says. Returns 0
+ * where the launch needs the precise path (that, no request under way, or
+ * no coarse clock trusted). */
+static inline int crit_stamp_coarse(void)
+{
+    if (!atomic_load_explicit(&cc.request_from, memory_order_relaxed) ||
+        !atomic_load_explicit(&cc.coarse_slack, memory_order_relaxed))
+        return 0;
+    uint64_t now = gs_clock_coarse_ns();
+    uint64_t launch = atomic_load_explicit(&gs_g.ledger->crit_launch_ns, memory_order_relaxed);
+    if (launch <= atomic_load_explicit(&gs_g.ledger->crit_idle_ns, memory_order_relaxed))
+        return 0;
+    if (now > launch) {
+        atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);
+        gs_prime_launched(now);
+    }
+    return 1;
+}
+
 static inline void cc_after(CUstream s)
 {
     if (!cc.on)
         return;
     if (gs_g.limits.priority == GS_PRIO_CRITICAL) {
-        if (atomic_load_explicit(&cc.request_from, memory_order_relaxed) &&
-            atomic_load_explicit(&cc.coarse_slack, memory_order_relaxed)) {
-            /* Within a request the best-effort tenants see us busy by any
-             * launch stamp after the slice's idle one (the request's first
-             * launch, stamped precisely below), and the stamp only has to
-             * stay fresh (GS_CC_CRIT_STALE_NS): the coarse clock (clock.h),
-             * never moving the stamp back. An eager model launches hundreds
-             * of kernels a request. But the idle stamp is the slice's: another
-             * process of it (or thread of ours) may have stamped it since,
-             * later than the coarse clock says: then the precise path. */
-            uint64_t now = gs_clock_coarse_ns();
-            uint64_t launch =
-                atomic_load_explicit(&gs_g.ledger->crit_launch_ns, memory_order_relaxed);
-            uint64_t idle = atomic_load_explicit(&gs_g.ledger->crit_idle_ns, memory_order_relaxed);
-            if (launch > idle) {
-                if (now > launch) {
-                    atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);
-                    gs_prime_launched(now);
-                }
-                return;
-            }
-        }
+        if (crit_stamp_coarse())
+            return;
         uint64_t now = gs_clock_ns();
         atomic_store_explicit(&gs_g.ledger->crit_launch_ns, now, memory_order_release);
         uint64_t none = 0;
