@@ -1354,12 +1354,14 @@ static struct power_result power_run(const struct power_opts *o)
         int limited;
         unsigned clock = sim_power_clock(power, &limited);
         /* Active: the critical tenant launched within GS_CC_POWER_ACTIVE_NS (launch.c). */
-        if (!o->burst || t - c->last_launch < GS_CC_POWER_ACTIVE_NS)
+        if (!o->burst || t - c->last_launch < GS_CC_POWER_ACTIVE_NS) {
             b->pub.duty = gs_cc_power_sample(&p, t, limited, clock);
-        else if (o->forget)
-            gs_cc_power_init(&p, o->floor_pct), b->pub.duty = p.duty;
-        else
+        } else if (o->forget) { /* the release before session 14: nothing kept */
+            gs_cc_power_init(&p, o->floor_pct);
+            b->pub.duty = p.duty;
+        } else {
             b->pub.duty = gs_cc_power_release(&p, t);
+        }
         if (b->pub.duty < r.min_duty)
             r.min_duty = b->pub.duty;
         uint64_t cycle = o->burst + o->pause;
