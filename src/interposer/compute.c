@@ -571,13 +571,15 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     return GS_CC_WAIT;
 }
 
-uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t last_launch,
-                             uint64_t last_sync)
+uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end,
+                             const struct gs_cc_seen *seen)
 {
+    if (seen->all_done && seen->all_done <= drain_end)
+        return seen->all_done;
     if (drain_end - drain_start >= GS_CC_DRAIN_WAITED_NS)
         return drain_end;
-    uint64_t seen = last_sync > last_launch ? last_sync : last_launch;
-    return seen && seen < drain_end ? seen : drain_end;
+    uint64_t last = seen->last_sync > seen->last_launch ? seen->last_sync : seen->last_launch;
+    return last && last < drain_end ? last : drain_end;
 }
 
 void gs_cc_drained(struct gs_cc_self *me, uint64_t now)
@@ -598,11 +600,11 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t now)
         me->debt = GS_CC_DEBT_MAX_WINDOWS * promised;
 }
 
-void gs_cc_drain_done(struct gs_cc_self *me, const struct gs_cc_io *io, uint64_t last_launch,
-                      uint64_t last_sync)
+void gs_cc_drain_done(struct gs_cc_self *me, const struct gs_cc_io *io,
+                      const struct gs_cc_seen *seen)
 {
     uint64_t end = io->clock(io->ctx);
-    uint64_t done = gs_cc_work_finished(me->drain_start, end, last_launch, last_sync);
+    uint64_t done = gs_cc_work_finished(me->drain_start, end, seen);
     gs_cc_drained(me, done);
     me->pub_busy = 0;
     io->publish(io->ctx, me->pub_demand, me->pub_busy);
@@ -629,11 +631,11 @@ enum gs_cc_action gs_cc_step(struct gs_cc_self *me, const struct gs_cc_io *io, u
             return a;
         }
         if (a == GS_CC_DRAIN) {
-            uint64_t last_launch = 0, last_sync = 0;
+            struct gs_cc_seen seen = {0};
             me->drain_start = io->clock(io->ctx); /* not now: reading the peers lies between */
-            if (!io->drain(io->ctx, &last_launch, &last_sync))
+            if (!io->drain(io->ctx, &seen))
                 return a;
-            gs_cc_drain_done(me, io, last_launch, last_sync);
+            gs_cc_drain_done(me, io, &seen);
             continue;
         }
         if (io->note)

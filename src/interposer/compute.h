@@ -167,6 +167,14 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
  * gs_cc_work_finished); the window is charged up to then. */
 void gs_cc_drained(struct gs_cc_self *me, uint64_t finished_ns);
 
+/* What a tenant saw of its own work before a drain (CLOCK_MONOTONIC ns,
+ * 0: none): when it last launched, when a synchronisation of its last
+ * returned, and when one of its whole context that began after its last
+ * launch returned (all its work had finished by then). */
+struct gs_cc_seen {
+    uint64_t last_launch, last_sync, all_done;
+};
+
 /* What gs_cc_step needs of the world. The interposer's callbacks are the
  * monotonic clock, the ledgers, and real drains and sleeps (launch.c); the
  * virtual-time tests' are the simulation's (tests/interposer/test_compute.c). */
@@ -180,11 +188,10 @@ struct gs_cc_io {
     /* Publishes our side: when we last wanted the GPU (or, waiting, when we
      * will), and whether we are in our window or draining it. */
     void (*publish)(void *ctx, uint64_t demand_ns, int window_busy);
-    /* Waits for our queued work: 1 once it has finished, with our last
-     * launch's and last synchronisation's stamps in *last_launch and
-     * *last_sync; 0 if it goes on without us (the caller then calls
-     * gs_cc_drain_done once it has). */
-    int (*drain)(void *ctx, uint64_t *last_launch, uint64_t *last_sync);
+    /* Waits for our queued work: 1 once it has finished, with what was
+     * seen of it before the drain in *seen; 0 if it goes on without us (the
+     * caller then calls gs_cc_drain_done once it has). */
+    int (*drain)(void *ctx, struct gs_cc_seen *seen);
     /* Sleeps until `until`: 1 once it has; 0 if the caller sleeps instead. */
     int (*sleep)(void *ctx, uint64_t until);
     /* Optional (NULL: none): told each decision to launch (t: me->until) or
@@ -209,19 +216,23 @@ enum gs_cc_action gs_cc_step(struct gs_cc_self *me, const struct gs_cc_io *io,
 /* A drain has ended (the one gs_cc_step began, whichever finished it): the
  * window is charged up to when the work finished (gs_cc_work_finished, with
  * the drain's end read from io->clock), and no longer published as busy. */
-void gs_cc_drain_done(struct gs_cc_self *me, const struct gs_cc_io *io, uint64_t last_launch,
-                      uint64_t last_sync);
+void gs_cc_drain_done(struct gs_cc_self *me, const struct gs_cc_io *io,
+                      const struct gs_cc_seen *seen);
 
 /* When did our queued work finish, for a drain that ran from drain_start to
- * drain_end? If the drain had to wait, at its end. If nothing was left to
- * run, the work finished before we looked: at our last synchronisation that
+ * drain_end? If a synchronisation of our whole context began after our last
+ * launch, when it returned (seen->all_done), however long the drain took.
+ * Else, if the drain had to wait, at its end. If nothing was left to run,
+ * the work finished before we looked: at our last synchronisation that
  * returned after our last launch (a framework's own sync), else at our last
  * launch. Without this a tenant that stops launching inside its window (on
  * the CPU, or idle) would be charged for the whole pause at its next
- * launch, and sit out windows to pay it back. */
+ * launch, and sit out windows to pay it back. A drain's length alone cannot
+ * tell "waited for our work" from "was descheduled" (a busy host): all_done
+ * can, where the tenant synchronises its context (torch.cuda.synchronize). */
 #define GS_CC_DRAIN_WAITED_NS (200ull * 1000)
-uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end, uint64_t last_launch,
-                             uint64_t last_sync);
+uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end,
+                             const struct gs_cc_seen *seen);
 
 /* The guard's learnt gaps between the critical tenants' requests (the last
  * GS_CC_GUARD_GAPS): 1 if they have a rhythm (GS_CC_GUARD_RHYTHM_DIV). Where

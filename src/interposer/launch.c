@@ -88,6 +88,18 @@ static struct {
         .drain_over = PTHREAD_COND_INITIALIZER,
         .depth = CRIT_QUEUED};
 
+/* The last synchronisation of our whole context that returned (cuCtxSynchronize,
+ * or its _v2 on the current context): every launch counted before it began
+ * (gs_ring_launches, launches) had finished when it returned (at; 0: none).
+ * A drain that finds the count unchanged knows its work finished then, not
+ * at the drain's end (gs_cc_work_finished). Of two, the one that covered more
+ * launches; of two that covered as many, the earlier. Under its own lock: a
+ * sync is no hot path. */
+static struct {
+    pthread_mutex_t lock;
+    uint64_t launches, at;
+} ctx_synced = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
 /* From the limits: the guard; and where the other tenants' state is. */
 void gs_launch_init(const char *state_dir)
 {
@@ -255,21 +267,38 @@ static void io_publish(void *ctx, uint64_t demand_ns, int window_busy)
     }
 }
 
+/* When a synchronisation of our whole context saw all our work finished,
+ * if no launch was counted since it began (launches: the count now); 0 if
+ * one was, or none is known. The ring counts every launch of a tenant with
+ * a share (cc_after), the only kind that drains. A launch under way in
+ * another thread, sent but not yet counted, is missed: its work is then
+ * charged to the next window instead of this one. */
+static uint64_t all_done_at(uint64_t launches)
+{
+    if (!gs_g.limits.compute || gs_g.limits.priority == GS_PRIO_CRITICAL)
+        return 0;
+    pthread_mutex_lock(&ctx_synced.lock);
+    uint64_t at = ctx_synced.launches == launches ? ctx_synced.at : 0;
+    pthread_mutex_unlock(&ctx_synced.lock);
+    return at;
+}
+
 /* Waits for all our queued work, outside cc.lock; no step decides meanwhile. */
-static int io_drain(void *ctx, uint64_t *last_launch, uint64_t *last_sync)
+static int io_drain(void *ctx, struct gs_cc_seen *seen)
 {
     (void)ctx;
     cc.draining = 1;
     uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
     pthread_mutex_unlock(&cc.lock);
+    seen->all_done = all_done_at(gs_ring_launches());
     gs_ring_trim(0, 0, kernel_seen);
     if (gs_g.real.cuCtxSynchronize)
         gs_g.real.cuCtxSynchronize();
-    *last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
-    *last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
+    seen->last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
+    seen->last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
     /* The window's GPU time per launch (as the window is charged: to when
      * its work finished) paces the next window's events. */
-    uint64_t done = gs_cc_work_finished(drain_start, gs_clock_ns(), *last_launch, *last_sync);
+    uint64_t done = gs_cc_work_finished(drain_start, gs_clock_ns(), seen);
     uint64_t launches = gs_ring_launches();
     if (from && done > from)
         gs_ring_pace(done - from, launches - cc.paced_launches);
@@ -568,8 +597,9 @@ static void request_done(uint64_t now)
 }
 
 /* A critical tenant's work is finished when a synchronisation returns:
- * best-effort tenants may run again. */
-static inline void synced(CUresult rc)
+ * best-effort tenants may run again. whole: it was of our whole context,
+ * begun with `launches` counted (ctx_synced). */
+static inline void synced(CUresult rc, int whole, uint64_t launches)
 {
     if (rc == CUDA_SUCCESS && gs_g.enforce)
         (void)gs_mem_pools_refresh(); /* a sync is when pools give memory back */
@@ -577,6 +607,14 @@ static inline void synced(CUresult rc)
         return;
     uint64_t now = gs_clock_ns();
     atomic_store_explicit(&cc.last_sync, now, memory_order_relaxed);
+    if (whole) {
+        pthread_mutex_lock(&ctx_synced.lock);
+        if (!ctx_synced.at || launches > ctx_synced.launches) {
+            ctx_synced.launches = launches;
+            ctx_synced.at = now;
+        }
+        pthread_mutex_unlock(&ctx_synced.lock);
+    }
     if (gs_g.limits.priority == GS_PRIO_CRITICAL) {
         atomic_store_explicit(&gs_g.ledger->crit_idle_ns, now, memory_order_release);
         request_done(now);
@@ -584,15 +622,24 @@ static inline void synced(CUresult rc)
     }
 }
 
-#define SYNC_HOOK(name, params, args, ...)   \
-    GS_API CUresult name params              \
-    {                                        \
-        gs_ensure_init();                    \
-        if (GS_UNLIKELY(!gs_g.real.name))    \
-            return CUDA_ERROR_NOT_SUPPORTED; \
-        CUresult rc = gs_g.real.name args;   \
-        synced(rc);                          \
-        return rc;                           \
+/* Which synchronisations are of our whole context (ctx_synced): a
+ * context's own, on the current context. */
+#define SYNC_WHOLE_cuCtxSynchronize 1
+#define SYNC_WHOLE_cuCtxSynchronize_v2 (ctx == NULL)
+#define SYNC_WHOLE_cuStreamSynchronize 0
+#define SYNC_WHOLE_cuStreamSynchronize_ptsz 0
+#define SYNC_WHOLE_cuEventSynchronize 0
+
+#define SYNC_HOOK(name, params, args, ...)       \
+    GS_API CUresult name params                  \
+    {                                            \
+        gs_ensure_init();                        \
+        if (GS_UNLIKELY(!gs_g.real.name))        \
+            return CUDA_ERROR_NOT_SUPPORTED;     \
+        uint64_t launches = gs_ring_launches();  \
+        CUresult rc = gs_g.real.name args;       \
+        synced(rc, SYNC_WHOLE_##name, launches); \
+        return rc;                               \
     }
 GS_CU_SYNC_HOOKS(SYNC_HOOK)
 
@@ -611,6 +658,9 @@ void gs_launch_after_fork(void)
     atomic_store(&cc.last_demand, 0);
     atomic_store(&cc.last_launch, 0);
     atomic_store(&cc.last_sync, 0);
+    pthread_mutex_init(&ctx_synced.lock, NULL);
+    ctx_synced.launches = 0;
+    ctx_synced.at = 0;
     atomic_store(&cc.depth, CRIT_QUEUED);
     atomic_store(&cc.shrink_now, 0);
     atomic_store(&cc.request_from, 0);

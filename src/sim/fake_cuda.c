@@ -191,6 +191,7 @@ static struct {
     uint64_t mem;
     bool unified;
     uint64_t kernel_ns;
+    uint64_t sync_ns; /* every synchronisation returns no sooner (GS_FAKE_SYNC_US) */
     int driver_version;
     char name[256];
     uint64_t ctx_overhead;
@@ -228,6 +229,7 @@ static void read_config(void)
     st.mem = fake_env_bytes("GS_FAKE_MEM", DEFAULT_MEM);
     st.unified = fake_env_int("GS_FAKE_UNIFIED", 0, 0, 1) == 1;
     st.kernel_ns = (uint64_t)fake_env_int("GS_FAKE_KERNEL_US", 0, 0, 3600000000LL) * 1000;
+    st.sync_ns = (uint64_t)fake_env_int("GS_FAKE_SYNC_US", 0, 0, 3600000000LL) * 1000;
     st.driver_version =
         (int)fake_env_int("GS_FAKE_DRIVER_VERSION", DEFAULT_DRIVER_VERSION, 2000, 99990);
     fake_env_sim_name(fake_env_str("GS_FAKE_NAME", "gpuslice simulated GPU"), st.name,
@@ -1305,6 +1307,10 @@ static CUresult sync_wait(CUstream s, bool whole_device, CUcontext ctx)
                 return rc;
             until = *busy;
         }
+        /* A host that deschedules the waiting thread, a slow wake-up: the
+         * sync returns late even with nothing queued. */
+        if (st.sync_ns && until < now_ns() + st.sync_ns)
+            until = now_ns() + st.sync_ns;
     }
     sleep_until(until);
     LOCKED();

@@ -161,11 +161,10 @@ static void sim_publish(void *ctx, uint64_t demand_ns, int window_busy)
     c->s->t[c->i].pub.window_busy = window_busy;
 }
 
-static int sim_drain(void *ctx, uint64_t *last_launch, uint64_t *last_sync)
+static int sim_drain(void *ctx, struct gs_cc_seen *seen)
 {
     (void)ctx;
-    (void)last_launch;
-    (void)last_sync;
+    (void)seen;
     return 0; /* the simulated GPU runs our queue down: DRAINING */
 }
 
@@ -208,7 +207,8 @@ static void tenant_step_inner(struct sim *s, int i, const struct gs_cc_io *io)
     }
     if (x->state == DRAINING) {
         if (x->queued == 0) {
-            gs_cc_drain_done(&x->me, io, x->last_launch, x->last_sync);
+            const struct gs_cc_seen seen = {x->last_launch, x->last_sync, 0};
+            gs_cc_drain_done(&x->me, io, &seen);
             x->state = READY;
         }
         return;
@@ -462,6 +462,28 @@ static void test_pause_in_window_is_not_charged(void **st)
                   (double)a->me.debt / MS);
     if (pa < 22.0 || pa > 28.0)
         fail_msg("after a pause inside its window the 25%% tenant got %.1f%%", pa);
+}
+
+/* When a drain says the work finished: a synchronisation of the whole
+ * context begun after the last launch settles it, however long the drain
+ * took (a descheduled drain is not a wait for work); without one, a long
+ * drain waited, and a short one found the work done at the last sync or
+ * launch it saw. */
+static void test_work_finished(void **st)
+{
+    (void)st;
+    const uint64_t start = 600 * MS, slow = start + GS_CC_DRAIN_WAITED_NS + 50 * US,
+                   fast = start + 20 * US;
+    struct gs_cc_seen seen = {.last_launch = 100 * MS, .last_sync = 102 * MS};
+    assert_int_equal(gs_cc_work_finished(start, slow, &seen), slow); /* it waited */
+    assert_int_equal(gs_cc_work_finished(start, fast, &seen), 102 * MS);
+    seen.last_sync = 0;
+    assert_int_equal(gs_cc_work_finished(start, fast, &seen), 100 * MS);
+    seen.all_done = 101 * MS;
+    assert_int_equal(gs_cc_work_finished(start, slow, &seen), 101 * MS);
+    assert_int_equal(gs_cc_work_finished(start, fast, &seen), 101 * MS);
+    seen.all_done = slow + 1; /* not before the drain's end: no clock runs backwards */
+    assert_int_equal(gs_cc_work_finished(start, slow, &seen), slow);
 }
 
 /* Debt run up alone (a 200 ms window) is capped at four of the windows the
@@ -1432,6 +1454,7 @@ int main(void)
         cmocka_unit_test(test_hard_cap),
         cmocka_unit_test(test_lumpy_work_still_converges),
         cmocka_unit_test(test_pause_in_window_is_not_charged),
+        cmocka_unit_test(test_work_finished),
         cmocka_unit_test(test_debt_capped_by_current_window),
         cmocka_unit_test(test_critical_yields),
         cmocka_unit_test(test_critical_stamp_after_our_clock),

@@ -23,9 +23,9 @@
 #define GIB (1ull << 30)
 
 static const char *const config_vars[] = {
-    "GS_FAKE_DEVICES",        "GS_FAKE_MEM",  "GS_FAKE_UNIFIED", "GS_FAKE_KERNEL_US",
-    "GS_FAKE_DRIVER_VERSION", "GS_FAKE_NAME", "GS_FAKE_FAIL",    "GS_FAKE_CTX_OVERHEAD",
-    "GS_FAKE_BANNER",
+    "GS_FAKE_DEVICES",        "GS_FAKE_MEM",     "GS_FAKE_UNIFIED", "GS_FAKE_KERNEL_US",
+    "GS_FAKE_DRIVER_VERSION", "GS_FAKE_NAME",    "GS_FAKE_FAIL",    "GS_FAKE_CTX_OVERHEAD",
+    "GS_FAKE_BANNER",         "GS_FAKE_SYNC_US",
 };
 
 /* A fresh driver with only the given "VAR=value" settings (NULL-terminated). */
@@ -488,6 +488,35 @@ static void test_launch_and_sync(void **st)
     assert_int_equal(cuStreamDestroy_v2(s), CUDA_SUCCESS);
     assert_int_equal(cuStreamDestroy_v2(s), CUDA_ERROR_INVALID_HANDLE);
     assert_int_equal(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
+}
+
+/* GS_FAKE_SYNC_US: a synchronisation returns that late even with nothing
+ * queued (a busy host), and no later than the queue's end when that is
+ * further. */
+static void test_sync_latency(void **st)
+{
+    (void)st;
+    fresh("GS_FAKE_SYNC_US=30000", "GS_FAKE_KERNEL_US=50000", NULL);
+    with_context(0);
+    uint64_t t0 = now_us();
+    assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS); /* nothing queued */
+    uint64_t idle = now_us() - t0;
+    if (idle < 30000)
+        fail_msg("an idle sync returned after %llu us, not 30 ms", (unsigned long long)idle);
+    t0 = now_us();
+    assert_int_equal(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    assert_true(now_us() - t0 >= 30000);
+    launch_one(NULL);
+    t0 = now_us();
+    assert_int_equal(cuStreamSynchronize(NULL), CUDA_SUCCESS);
+    assert_true(now_us() - t0 >= 45000); /* the kernel's 50 ms, not the latency's 30 */
+    fresh(NULL);
+    with_context(0);
+    t0 = now_us();
+    assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS);
+    if (now_us() - t0 >= 20000)
+        fail_msg("without GS_FAKE_SYNC_US an idle sync took %llu us",
+                 (unsigned long long)(now_us() - t0));
 }
 
 /* ---- cuGetProcAddress ---- */
@@ -1253,6 +1282,7 @@ int main(void)
         cmocka_unit_test(test_host_memory),
         cmocka_unit_test(test_unified_memory),
         cmocka_unit_test(test_launch_and_sync),
+        cmocka_unit_test(test_sync_latency),
         cmocka_unit_test(test_resolver_every_export),
         cmocka_unit_test(test_resolver_versions_and_flags),
         cmocka_unit_test(test_export_table_unsupported),
