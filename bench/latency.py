@@ -34,6 +34,7 @@ Variants (--configs, comma-separated):
                    best-effort (yield bound, below-normal client priority), B's threads
   gs_mps_gate, gs_mps_gate_t70          the same with yield gate
   gs_mps_guard     gs_mps_gate with B's guard at 600 microseconds
+  gs_mps_guard_pgN gs_mps_guard with B's power guard at N % of the maximum SM clock
   gs_mps_shrink, gs_mps_shrinkN         yield shrink: B on a green context of half the SMs
                    (or N) while A is busy
   CONFIG@NAME      CONFIG with both tenants under the build --build NAME=GPUSLICE gave
@@ -136,7 +137,7 @@ def config(name):
 
 def base_config(name):
     """CONFIGS[name], a variant with its number in the name (gs_guardN[pM], gs_capN,
-    gs_dcapN, gs_pgN, gs_mps_shrinkN), or gs_nopg."""
+    gs_dcapN, gs_pgN, gs_mps_guard_pgN, gs_mps_shrinkN), or gs_nopg."""
     if name in CONFIGS:
         return CONFIGS[name]
     m = re.fullmatch(r"gs_guard(\d+)(?:p(\d+))?", name)
@@ -147,10 +148,10 @@ def base_config(name):
     if name == "gs_nopg":
         a, b, mps, env = CONFIGS["gs_defaults"]
         return a, b + ["--power-guard", "off"], mps, env
-    m = re.fullmatch(r"gs_pg(\d+)", name)
+    m = re.fullmatch(r"gs(_mps_guard)?_pg(\d+)", name)
     if m:
-        a, b, mps, env = CONFIGS["gs_defaults"]
-        return a, b + ["--power-guard", m.group(1)], mps, dict(env, GPUSLICE_LOG_LEVEL="debug")
+        a, b, mps, env = CONFIGS["gs_mps_guard" if m.group(1) else "gs_defaults"]
+        return a, b + ["--power-guard", m.group(2)], mps, dict(env, GPUSLICE_LOG_LEVEL="debug")
     m = re.fullmatch(r"gs_(d?)cap(\d+)", name)
     if m:
         a, b, mps, env = CONFIGS["gs_defaults" if m.group(1) else "gs_gate"]
@@ -289,7 +290,7 @@ names = [n for n in args.configs.split(",") if n]
 unknown = [n for n in names if config(n) is None]
 if unknown:
     sys.exit(f"latency: unknown config(s) {unknown}; known: {sorted(CONFIGS)}, gs_guardN[pM], gs_capN, gs_dcapN, "
-             "gs_pgN, gs_nopg, "
+             "gs_pgN, gs_mps_guard_pgN, gs_nopg, "
              "gs_mps_shrinkN, each with @NAME of a --build and #TAG")
 mps_error = None
 try:
