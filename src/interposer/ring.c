@@ -7,8 +7,7 @@
  * while GS_RING_SLOTS are outstanding first waits for the oldest: what we
  * keep queued is about GS_RING_SLOTS x COVER_NS of work whatever the size
  * of our kernels, so a window's end waits for little. Tiny kernels then
- * record an event once in hundreds of launches, big ones after each; and
- * while the GPU keeps up with our launches, fewer (RAMP_MAX).
+ * record an event once in hundreds of launches, big ones after each.
  *
  * ring.lock guards the slots: it is held for their bookkeeping and for the
  * driver's event calls on them (create, record, query: none of them waits for
@@ -39,17 +38,6 @@
  * bounds of the launches per event (before the first window's pace: START). */
 #define COVER_NS (1000ull * 1000)
 enum { EVERY_START = 4, EVERY_MAX = 1024 };
-/* The pace takes a window's time per launch for its GPU time per launch:
- * a tenant that launches little and spends its window on the CPU (between
- * requests, preparing data, allocating) looks like one of long kernels and
- * records an event every few launches, each with a query of the oldest
- * (about 1-2 us of the driver's on the H200). While the GPU keeps up (a full
- * ring's oldest event is found finished at once, GS_RING_SLOTS times running)
- * the events thin out, doubling the launches between them up to RAMP_MAX
- * times the pace; the first time the GPU is behind (the oldest still
- * running) they go back to the pace. What is queued then is at most
- * RAMP_MAX times the paced bound, and only after the GPU had kept up. */
-enum { RAMP_MAX = 8 };
 /* A launch waits at most this long for the oldest event of a full ring
  * (waiting for our own work on the GPU costs us nothing: more of it is
  * queued behind). Work that does not finish meanwhile is very long, or waits
@@ -70,37 +58,10 @@ static struct {
     _Atomic uint64_t launches; /* launches counted here, in all */
     _Atomic uint64_t last;     /* ... at the last recording */
     _Atomic unsigned every;    /* without a critical tenant: launches per event */
-    _Atomic unsigned paced;    /* ... as gs_ring_pace set it (every is up to RAMP_MAX x) */
-    _Atomic int kept_up;       /* full rings in a row whose oldest had finished */
     _Atomic int unbounded;     /* a full ring's wait timed out: none until a drain */
-} ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START, .paced = EVERY_START};
+} ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START};
 
 static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int *timed_out);
-
-/* After a full ring's oldest event was waited for (waited) or found
- * finished: the events' thinning (RAMP_MAX). Relaxed and unlocked: two
- * threads may both step it, or one step be lost; either way it stays
- * between the pace and RAMP_MAX times it. */
-static void ramp(int waited)
-{
-    unsigned paced = atomic_load_explicit(&ring.paced, memory_order_relaxed);
-    if (waited) {
-        atomic_store_explicit(&ring.kept_up, 0, memory_order_relaxed);
-        if (atomic_exchange_explicit(&ring.every, paced, memory_order_relaxed) != paced)
-            GS_LOGD("events: one per %u launches again (the GPU is behind our launches)", paced);
-        return;
-    }
-    if (atomic_fetch_add_explicit(&ring.kept_up, 1, memory_order_relaxed) + 1 < GS_RING_SLOTS)
-        return;
-    atomic_store_explicit(&ring.kept_up, 0, memory_order_relaxed);
-    unsigned every = atomic_load_explicit(&ring.every, memory_order_relaxed);
-    unsigned most = paced * RAMP_MAX < EVERY_MAX ? paced * RAMP_MAX : EVERY_MAX;
-    if (every >= most)
-        return;
-    every = every * 2 < most ? every * 2 : most;
-    atomic_store_explicit(&ring.every, every, memory_order_relaxed);
-    GS_LOGD("events: one per %u launches (the GPU keeps up with our launches)", every);
-}
 
 void gs_ring_record(CUstream s, int crit)
 {
@@ -113,8 +74,7 @@ void gs_ring_record(CUstream s, int crit)
     if (!crit && atomic_load_explicit(&ring.n, memory_order_relaxed) >= GS_RING_SLOTS &&
         !atomic_load_explicit(&ring.unbounded, memory_order_relaxed)) {
         int timed_out = 0;
-        int waited = trim(GS_RING_SLOTS - 1, 0, NULL, gs_clock_ns() + FULL_WAIT_MAX_NS, &timed_out);
-        ramp(waited);
+        trim(GS_RING_SLOTS - 1, 0, NULL, gs_clock_ns() + FULL_WAIT_MAX_NS, &timed_out);
         if (timed_out) {
             static _Atomic int said;
             atomic_store_explicit(&ring.unbounded, 1, memory_order_relaxed);
@@ -161,11 +121,8 @@ void gs_ring_pace(uint64_t gpu_ns, uint64_t launches)
     unsigned every = pace_every(gpu_ns, launches);
     if (!every)
         return;
-    /* A new pace, and the thinning starts over from it. */
-    atomic_store_explicit(&ring.every, every, memory_order_relaxed);
-    atomic_store_explicit(&ring.kept_up, 0, memory_order_relaxed);
-    unsigned was = atomic_exchange_explicit(&ring.paced, every, memory_order_relaxed);
-    if (every != was)
+    unsigned was = atomic_exchange_explicit(&ring.every, every, memory_order_relaxed);
+    if (every >= 2 * was || was >= 2 * every)
         GS_LOGD("events: one per %u launches (%llu launches in %.2f ms of the last window)", every,
                 (unsigned long long)launches, (double)gpu_ns / 1e6);
 }
@@ -234,7 +191,5 @@ void gs_ring_after_fork(void)
     atomic_store(&ring.launches, 0);
     atomic_store(&ring.last, 0);
     atomic_store(&ring.every, EVERY_START);
-    atomic_store(&ring.paced, EVERY_START);
-    atomic_store(&ring.kept_up, 0);
     atomic_store(&ring.unbounded, 0);
 }
