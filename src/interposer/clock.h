@@ -4,11 +4,8 @@
 #ifndef GS_INTERPOSER_CLOCK_H
 #define GS_INTERPOSER_CLOCK_H
 
-#include <fcntl.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <time.h>
-#include <unistd.h>
 
 static inline uint64_t gs_ts_ns(const struct timespec *ts)
 {
@@ -79,33 +76,6 @@ static inline void gs_clock_sleep_until(uint64_t t)
     struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
         ;
-}
-
-/* How long the calling thread has waited, runnable, for a CPU, in ns (the
- * kernel's run delay: its second figure in /proc/thread-self/schedstat);
- * UINT64_MAX where the kernel does not say (no CONFIG_SCHED_INFO, no /proc).
- * A thread asleep (in a blocking wait for the GPU, say) is not runnable and
- * adds nothing: what grows between two reads is the time the host took the
- * CPU from it. A read costs a few microseconds (open, read, close): not for
- * the launch path. */
-static inline uint64_t gs_clock_run_delay_ns(void)
-{
-    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return UINT64_MAX;
-    char buf[96];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return UINT64_MAX;
-    buf[n] = '\0';
-    char *end;
-    (void)strtoull(buf, &end, 10); /* on the CPU */
-    if (end == buf)
-        return UINT64_MAX;
-    char *from = end;
-    unsigned long long waited = strtoull(from, &end, 10);
-    return end == from ? UINT64_MAX : (uint64_t)waited;
 }
 
 #endif

@@ -576,9 +576,7 @@ uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end,
 {
     if (seen->all_done && seen->all_done <= drain_end)
         return seen->all_done;
-    uint64_t took = drain_end - drain_start;
-    took = took > seen->descheduled_ns ? took - seen->descheduled_ns : 0;
-    if (took >= GS_CC_DRAIN_WAITED_NS)
+    if (drain_end - drain_start >= GS_CC_DRAIN_WAITED_NS)
         return drain_end;
     uint64_t last = seen->last_sync > seen->last_launch ? seen->last_sync : seen->last_launch;
     return last && last < drain_end ? last : drain_end;

@@ -170,12 +170,9 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t finished_ns);
 /* What a tenant saw of its own work before a drain (CLOCK_MONOTONIC ns,
  * 0: none): when it last launched, when a synchronisation of its last
  * returned, and when one of its whole context that began after its last
- * launch returned (all its work had finished by then). And how long of the
- * drain the host kept the draining thread off the CPU while it was
- * runnable (0: none, or not known). */
+ * launch returned (all its work had finished by then). */
 struct gs_cc_seen {
     uint64_t last_launch, last_sync, all_done;
-    uint64_t descheduled_ns;
 };
 
 /* What gs_cc_step needs of the world. The interposer's callbacks are the
@@ -225,22 +222,14 @@ void gs_cc_drain_done(struct gs_cc_self *me, const struct gs_cc_io *io,
 /* When did our queued work finish, for a drain that ran from drain_start to
  * drain_end? If a synchronisation of our whole context began after our last
  * launch, when it returned (seen->all_done), however long the drain took.
- * Else, if the drain had to wait (it lasted GS_CC_DRAIN_WAITED_NS or more
- * besides the time the host kept it off the CPU), at its end. If nothing
- * was left to run,
+ * Else, if the drain had to wait, at its end. If nothing was left to run,
  * the work finished before we looked: at our last synchronisation that
  * returned after our last launch (a framework's own sync), else at our last
  * launch. Without this a tenant that stops launching inside its window (on
  * the CPU, or idle) would be charged for the whole pause at its next
  * launch, and sit out windows to pay it back. A drain's length alone cannot
  * tell "waited for our work" from "was descheduled" (a busy host): all_done
- * can, where the tenant synchronises its context (torch.cuda.synchronize),
- * and descheduled_ns can where the kernel says (a blocking wait for the GPU
- * sleeps, and is not counted in it). A drain that was descheduled and also
- * found work queued is then charged to the last launch or sync it saw: the
- * work queued after it (the ring bounds it to a few ms) is not charged,
- * where without this a pause before the drain (up to the whole window)
- * would be. */
+ * can, where the tenant synchronises its context (torch.cuda.synchronize). */
 #define GS_CC_DRAIN_WAITED_NS (200ull * 1000)
 uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end,
                              const struct gs_cc_seen *seen);

@@ -75,7 +75,6 @@ static struct {
     struct gs_cc_prime rhythm;
     uint64_t charged_published; /* of self.charged_ns, what is in the ledger's gpu_ns */
     uint64_t paced_launches;    /* gs_ring_launches() at the last drain */
-    uint64_t drain_descheduled; /* the last drain's time off the CPU, runnable (for the log) */
     /* The power guard (compute.h): its duty under lock; when to sample next,
      * and whether a critical tenant was active at the last look, atomics. */
     struct gs_cc_power power;
@@ -292,13 +291,9 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
     uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
     pthread_mutex_unlock(&cc.lock);
     seen->all_done = all_done_at(gs_ring_launches());
-    uint64_t delay = gs_clock_run_delay_ns();
     gs_ring_trim(0, 0, kernel_seen);
     if (gs_g.real.cuCtxSynchronize)
         gs_g.real.cuCtxSynchronize();
-    uint64_t delay_end = gs_clock_run_delay_ns();
-    seen->descheduled_ns =
-        delay != UINT64_MAX && delay_end != UINT64_MAX && delay_end > delay ? delay_end - delay : 0;
     seen->last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
     seen->last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
     /* The window's GPU time per launch (as the window is charged: to when
@@ -309,7 +304,6 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
         gs_ring_pace(done - from, launches - cc.paced_launches);
     cc.paced_launches = launches;
     pthread_mutex_lock(&cc.lock);
-    cc.drain_descheduled = seen->descheduled_ns;
     cc.draining = 0;
     pthread_cond_broadcast(&cc.drain_over);
     return 1;
@@ -331,14 +325,10 @@ static void io_note(void *ctx, const struct gs_cc_self *me, enum gs_cc_action a,
 {
     (void)ctx;
     if (a == GS_CC_DRAIN) {
-        char off[96] = "";
-        if (cc.drain_descheduled)
-            snprintf(off, sizeof off, " (the host kept the drain off the CPU for %.3f ms)",
-                     (double)cc.drain_descheduled / 1e6);
         GS_LOGD("compute window closed at %.3f ms: used %.2f ms of %.2f ms (from %.2f ms "
-                "into the window), debt now %.2f ms%s",
+                "into the window), debt now %.2f ms",
                 (double)t / 1e6, (double)(t - me->used_from) / 1e6, (double)me->window_len / 1e6,
-                (double)(me->used_from - me->window_start) / 1e6, (double)me->debt / 1e6, off);
+                (double)(me->used_from - me->window_start) / 1e6, (double)me->debt / 1e6);
         return;
     }
     if (me->guard_ns && gs_peers_any_critical())
@@ -677,7 +667,6 @@ void gs_launch_after_fork(void)
     memset(&cc.rhythm, 0, sizeof cc.rhythm);
     cc.charged_published = 0;
     cc.paced_launches = 0;
-    cc.drain_descheduled = 0;
     gs_cc_power_init(&cc.power, cc.power.floor_pct); /* 0 if NVML failed: off still */
     atomic_store(&cc.power_next, 0);
     atomic_store(&cc.power_crit_active, 0);

@@ -6,8 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1266,63 +1264,10 @@ static void test_coarse_clock(void **st)
                   (double)slack / 1e6, (double)worst / 1e6);
 }
 
-static void *spin_100ms(void *arg)
-{
-    (void)arg;
-    uint64_t until = gs_clock_ns() + 100ull * 1000 * 1000;
-    while (gs_clock_ns() < until)
-        ;
-    return NULL;
-}
-
-/* The run delay a drain subtracts from its length (gs_cc_work_finished):
- * two threads spinning on one CPU for 100 ms each wait for it about half the
- * time; a thread asleep waits for nothing. In a child, whose CPU affinity
- * the pinning changes. */
-static void test_run_delay(void **st)
-{
-    (void)st;
-    if (gs_clock_run_delay_ns() == UINT64_MAX) {
-        print_message("no /proc/thread-self/schedstat here: drains are judged by length\n");
-        skip();
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
-        if (sched_setaffinity(0, sizeof one, &one) != 0)
-            _exit(3);
-        uint64_t d0 = gs_clock_run_delay_ns();
-        struct timespec nap = {0, 50 * 1000 * 1000};
-        nanosleep(&nap, NULL);
-        uint64_t asleep = gs_clock_run_delay_ns() - d0;
-        pthread_t t;
-        if (pthread_create(&t, NULL, spin_100ms, NULL) != 0)
-            _exit(3);
-        d0 = gs_clock_run_delay_ns();
-        spin_100ms(NULL);
-        uint64_t spinning = gs_clock_run_delay_ns() - d0;
-        pthread_join(t, NULL);
-        printf("run delay: %.2f ms over a 50 ms sleep, %.2f ms over 100 ms spinning beside "
-               "another thread on one CPU\n",
-               (double)asleep / 1e6, (double)spinning / 1e6);
-        fflush(stdout);
-        _exit(asleep < 10ull * 1000 * 1000 && spinning >= 20ull * 1000 * 1000 ? 0 : 1);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coarse_clock),
-        cmocka_unit_test(test_run_delay),
         cmocka_unit_test(test_critical_stamps_through_a_request),
         cmocka_unit_test(test_critical_busy_again_after_another_process_synced),
         cmocka_unit_test(test_passthrough_without_slice),
