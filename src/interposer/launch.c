@@ -88,16 +88,18 @@ static struct {
         .drain_over = PTHREAD_COND_INITIALIZER,
         .depth = CRIT_QUEUED};
 
-/* The last synchronisation of our whole context that returned (cuCtxSynchronize,
- * or its _v2 on the current context): every launch counted before it began
- * (gs_ring_launches, launches) had finished when it returned (at; 0: none).
- * A drain that finds the count unchanged knows its work finished then, not
- * at the drain's end (gs_cc_work_finished). Of two, the one that covered more
- * launches; of two that covered as many, the earlier. Under its own lock: a
- * sync is no hot path. */
+/* The last synchronisation of a whole context of ours that returned
+ * (cuCtxSynchronize, or its _v2): every launch counted before it began
+ * (gs_ring_launches, launches) had finished when it returned (at; 0: none),
+ * if those launches went to that context (ctx). A drain that finds the
+ * count unchanged and the same context current knows its work finished
+ * then, not at the drain's end (gs_cc_work_finished). Of two, the one that
+ * covered more launches; of two that covered as many, the earlier. Under its
+ * own lock: a sync is no hot path. */
 static struct {
     pthread_mutex_t lock;
     uint64_t launches, at;
+    CUcontext ctx;
 } ctx_synced = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* From the limits: the guard; and where the other tenants' state is. */
@@ -267,18 +269,28 @@ static void io_publish(void *ctx, uint64_t demand_ns, int window_busy)
     }
 }
 
-/* When a synchronisation of our whole context saw all our work finished,
- * if no launch was counted since it began (launches: the count now); 0 if
- * one was, or none is known. The ring counts every launch of a tenant with
- * a share (cc_after), the only kind that drains. A launch under way in
- * another thread, sent but not yet counted, is missed: its work is then
- * charged to the next window instead of this one. */
-static uint64_t all_done_at(uint64_t launches)
+/* The context current on this thread (NULL: none, or no way to ask). */
+static CUcontext current_ctx(void)
 {
-    if (!gs_g.limits.compute || gs_g.limits.priority == GS_PRIO_CRITICAL)
+    CUcontext c = NULL;
+    if (!gs_g.real.cuCtxGetCurrent || gs_g.real.cuCtxGetCurrent(&c) != CUDA_SUCCESS)
+        return NULL;
+    return c;
+}
+
+/* When a synchronisation of context ctx saw all our work finished, if no
+ * launch was counted since it began (launches: the count now); 0 if one
+ * was, if it was of another context (a helper thread's, say: it covered
+ * none of ours), or if none is known. The ring counts every launch of a
+ * tenant with a share (cc_after), the only kind that drains. The process's
+ * launches are taken to go to one context, as the drain's own sync takes
+ * them to. */
+static uint64_t all_done_at(uint64_t launches, CUcontext ctx)
+{
+    if (!gs_g.limits.compute || gs_g.limits.priority == GS_PRIO_CRITICAL || !ctx)
         return 0;
     pthread_mutex_lock(&ctx_synced.lock);
-    uint64_t at = ctx_synced.launches == launches ? ctx_synced.at : 0;
+    uint64_t at = ctx_synced.launches == launches && ctx_synced.ctx == ctx ? ctx_synced.at : 0;
     pthread_mutex_unlock(&ctx_synced.lock);
     return at;
 }
@@ -290,10 +302,17 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
     cc.draining = 1;
     uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
     pthread_mutex_unlock(&cc.lock);
-    seen->all_done = all_done_at(gs_ring_launches());
+    uint64_t launches0 = gs_ring_launches();
+    seen->all_done = all_done_at(launches0, current_ctx());
     gs_ring_trim(0, 0, kernel_seen);
     if (gs_g.real.cuCtxSynchronize)
         gs_g.real.cuCtxSynchronize();
+    /* A launch another thread had sent but not yet counted when the drain
+     * began is counted by now (it takes microseconds, the drain's sync at
+     * least as long): its work may have run after that synchronisation, and
+     * this drain waited for it. */
+    if (gs_ring_launches() != launches0)
+        seen->all_done = 0;
     seen->last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
     seen->last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
     /* The window's GPU time per launch (as the window is charged: to when
@@ -327,8 +346,9 @@ static void io_note(void *ctx, const struct gs_cc_self *me, enum gs_cc_action a,
     if (a == GS_CC_DRAIN) {
         GS_LOGD("compute window closed at %.3f ms: used %.2f ms of %.2f ms (from %.2f ms "
                 "into the window), debt now %.2f ms",
-                (double)t / 1e6, (double)(t - me->used_from) / 1e6, (double)me->window_len / 1e6,
-                (double)(me->used_from - me->window_start) / 1e6, (double)me->debt / 1e6);
+                (double)t / 1e6, (double)(t > me->used_from ? t - me->used_from : 0) / 1e6,
+                (double)me->window_len / 1e6, (double)(me->used_from - me->window_start) / 1e6,
+                (double)me->debt / 1e6);
         return;
     }
     if (me->guard_ns && gs_peers_any_critical())
@@ -597,9 +617,9 @@ static void request_done(uint64_t now)
 }
 
 /* A critical tenant's work is finished when a synchronisation returns:
- * best-effort tenants may run again. whole: it was of our whole context,
- * begun with `launches` counted (ctx_synced). */
-static inline void synced(CUresult rc, int whole, uint64_t launches)
+ * best-effort tenants may run again. whole: it was of a whole context (ctx,
+ * NULL: the current one), begun with `launches` counted (ctx_synced). */
+static inline void synced(CUresult rc, int whole, CUcontext ctx, uint64_t launches)
 {
     if (rc == CUDA_SUCCESS && gs_g.enforce)
         (void)gs_mem_pools_refresh(); /* a sync is when pools give memory back */
@@ -607,11 +627,12 @@ static inline void synced(CUresult rc, int whole, uint64_t launches)
         return;
     uint64_t now = gs_clock_ns();
     atomic_store_explicit(&cc.last_sync, now, memory_order_relaxed);
-    if (whole) {
+    if (whole && (ctx || (ctx = current_ctx()))) {
         pthread_mutex_lock(&ctx_synced.lock);
-        if (!ctx_synced.at || launches > ctx_synced.launches) {
+        if (!ctx_synced.at || launches > ctx_synced.launches || ctx != ctx_synced.ctx) {
             ctx_synced.launches = launches;
             ctx_synced.at = now;
+            ctx_synced.ctx = ctx;
         }
         pthread_mutex_unlock(&ctx_synced.lock);
     }
@@ -622,13 +643,13 @@ static inline void synced(CUresult rc, int whole, uint64_t launches)
     }
 }
 
-/* Which synchronisations are of our whole context (ctx_synced): a
- * context's own, on the current context. */
-#define SYNC_WHOLE_cuCtxSynchronize 1
-#define SYNC_WHOLE_cuCtxSynchronize_v2 (ctx == NULL)
-#define SYNC_WHOLE_cuStreamSynchronize 0
-#define SYNC_WHOLE_cuStreamSynchronize_ptsz 0
-#define SYNC_WHOLE_cuEventSynchronize 0
+/* Which synchronisations are of a whole context (ctx_synced), and which
+ * (NULL: the thread's current one). */
+#define SYNC_WHOLE_cuCtxSynchronize 1, NULL
+#define SYNC_WHOLE_cuCtxSynchronize_v2 1, ctx
+#define SYNC_WHOLE_cuStreamSynchronize 0, NULL
+#define SYNC_WHOLE_cuStreamSynchronize_ptsz 0, NULL
+#define SYNC_WHOLE_cuEventSynchronize 0, NULL
 
 #define SYNC_HOOK(name, params, args, ...)       \
     GS_API CUresult name params                  \
@@ -661,6 +682,7 @@ void gs_launch_after_fork(void)
     pthread_mutex_init(&ctx_synced.lock, NULL);
     ctx_synced.launches = 0;
     ctx_synced.at = 0;
+    ctx_synced.ctx = NULL;
     atomic_store(&cc.depth, CRIT_QUEUED);
     atomic_store(&cc.shrink_now, 0);
     atomic_store(&cc.request_from, 0);

@@ -1103,6 +1103,34 @@ static void test_pause_past_window_not_charged(void **st)
     }
 }
 
+/* The other side of the rule above: a context sync covers only the launches
+ * before it. A tenant that synchronised, then queued 360 ms of kernels and
+ * launches again after its window ended, drains while they run: the window
+ * is charged to when they finished, not to the earlier sync. */
+static void test_queued_after_sync_charged(void **st)
+{
+    (void)st;
+    use_root("alone");
+    struct slice s;
+    mkslice(&s, GiB);
+    use_root(NULL);
+    set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
+    setenv("GS_FAKE_KERNEL_US", "30000", 1);
+    const char *args[] = {"direct", "launch-sync-queue", "12", "250", NULL};
+    const char *out = run(&s, "GPUSLICE_LOG_LEVEL=debug", args);
+    unsetenv("GS_FAKE_KERNEL_US");
+    assert_int_equal(field(out, "launched "), 16);
+    /* However the periods fall (a window may close at the first sync, the
+     * ring may hold the launches back), the windows closed are charged for
+     * the 450 ms of kernels, less what ran in a window still open. */
+    long used_ms = 0;
+    for (const char *p = strstr(out, "compute window closed"); p;
+         p = strstr(p + 1, "compute window closed"))
+        used_ms += field(p, "used ");
+    if (used_ms < 300)
+        fail_msg("450 ms of kernels charged as %ld ms: %s", used_ms, out);
+}
+
 /* The power guard, wired: a best-effort tenant next to an active critical
  * one samples the GPU through NVML (the fake's clock and its reasons) and,
  * while the power limit holds the clock below its floor, lowers its duty a
@@ -1273,6 +1301,7 @@ int main(void)
         cmocka_unit_test(test_passthrough_without_slice),
         cmocka_unit_test(test_slice_id_without_limits_fails_closed),
         cmocka_unit_test(test_pause_past_window_not_charged),
+        cmocka_unit_test(test_queued_after_sync_charged),
         cmocka_unit_test(test_shrink_moves_kernels_to_green_context),
         cmocka_unit_test(test_guard_from_limits),
         cmocka_unit_test(test_shrink_falls_back_without_green_context),

@@ -715,6 +715,28 @@ int main(int argc, char **argv)
         printf("launched %ld\n", n);
         return 0;
     }
+    if (!strcmp(s, "launch-sync-queue") && argc > 4) {
+        /* Three launches and a context sync; then argv[3] more, queued (the
+         * fake's GS_FAKE_KERNEL_US each), argv[4] ms on the CPU while they
+         * run, and one more launch and a sync: a window closed while the
+         * queued work runs must be charged for it, not to the earlier sync. */
+        long n = strtol(argv[3], NULL, 10), ms = strtol(argv[4], NULL, 10);
+        for (int i = 0; i < 3; i++)
+            if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+                return 4;
+        if (A.cuCtxSynchronize() != 0)
+            return 4;
+        for (long i = 0; i < n; i++)
+            if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+                return 4;
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0 ||
+            A.cuCtxSynchronize() != 0)
+            return 4;
+        printf("launched %ld\n", n + 4);
+        return 0;
+    }
     if (!strcmp(s, "launch-pause") && argc > 4) {
         /* A framework that launches, synchronises, then stays on the CPU (or
          * idle) for argv[4] ms before it launches again. */
