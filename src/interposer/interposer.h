@@ -102,6 +102,14 @@ void *gs_wrap_address(void *real);
 int gs_streq(const char *a, const char *b);
 /* Real dlsym, never our own. */
 void *gs_real_dlsym(void *handle, const char *name);
+/* The context current on the calling thread (NULL: none, or no way to ask). */
+static inline CUcontext gs_current_ctx(void)
+{
+    CUcontext c = NULL;
+    if (!gs_g.real.cuCtxGetCurrent || gs_g.real.cuCtxGetCurrent(&c) != CUDA_SUCCESS)
+        return NULL;
+    return c;
+}
 /* The launch path (launch.c): the compute controller, set up from the
  * limits; it finds the other tenants' state. */
 void gs_launch_init(const char *state_dir);

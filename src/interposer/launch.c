@@ -269,25 +269,22 @@ static void io_publish(void *ctx, uint64_t demand_ns, int window_busy)
     }
 }
 
-/* The context current on this thread (NULL: none, or no way to ask). */
-static CUcontext current_ctx(void)
+/* Whether this tenant drains windows (a share, not critical): the only
+ * kind that reads ctx_synced, and one whose every launch the ring counts
+ * (cc_after). */
+static inline int drains_windows(void)
 {
-    CUcontext c = NULL;
-    if (!gs_g.real.cuCtxGetCurrent || gs_g.real.cuCtxGetCurrent(&c) != CUDA_SUCCESS)
-        return NULL;
-    return c;
+    return gs_g.limits.compute && gs_g.limits.priority != GS_PRIO_CRITICAL;
 }
 
 /* When a synchronisation of context ctx saw all our work finished, if no
  * launch was counted since it began (launches: the count now); 0 if one
  * was, if it was of another context (a helper thread's, say: it covered
- * none of ours), or if none is known. The ring counts every launch of a
- * tenant with a share (cc_after), the only kind that drains. The process's
- * launches are taken to go to one context, as the drain's own sync takes
- * them to. */
+ * none of ours), or if none is known. The process's launches are taken to
+ * go to one context, as the drain's own sync takes them to. */
 static uint64_t all_done_at(uint64_t launches, CUcontext ctx)
 {
-    if (!gs_g.limits.compute || gs_g.limits.priority == GS_PRIO_CRITICAL || !ctx)
+    if (!drains_windows() || !ctx)
         return 0;
     pthread_mutex_lock(&ctx_synced.lock);
     uint64_t at = ctx_synced.launches == launches && ctx_synced.ctx == ctx ? ctx_synced.at : 0;
@@ -303,7 +300,7 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
     uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
     pthread_mutex_unlock(&cc.lock);
     uint64_t launches0 = gs_ring_launches();
-    seen->all_done = all_done_at(launches0, current_ctx());
+    seen->all_done = all_done_at(launches0, gs_current_ctx());
     gs_ring_trim(0, 0, kernel_seen);
     if (gs_g.real.cuCtxSynchronize)
         gs_g.real.cuCtxSynchronize();
@@ -311,14 +308,14 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
      * began is counted by now (it takes microseconds, the drain's sync at
      * least as long): its work may have run after that synchronisation, and
      * this drain waited for it. */
-    if (gs_ring_launches() != launches0)
+    uint64_t launches = gs_ring_launches();
+    if (launches != launches0)
         seen->all_done = 0;
     seen->last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
     seen->last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
     /* The window's GPU time per launch (as the window is charged: to when
      * its work finished) paces the next window's events. */
     uint64_t done = gs_cc_work_finished(drain_start, gs_clock_ns(), seen);
-    uint64_t launches = gs_ring_launches();
     if (from && done > from)
         gs_ring_pace(done - from, launches - cc.paced_launches);
     cc.paced_launches = launches;
@@ -627,7 +624,7 @@ static inline void synced(CUresult rc, int whole, CUcontext ctx, uint64_t launch
         return;
     uint64_t now = gs_clock_ns();
     atomic_store_explicit(&cc.last_sync, now, memory_order_relaxed);
-    if (whole && (ctx || (ctx = current_ctx()))) {
+    if (whole && drains_windows() && (ctx || (ctx = gs_current_ctx()))) {
         pthread_mutex_lock(&ctx_synced.lock);
         if (!ctx_synced.at || launches > ctx_synced.launches || ctx != ctx_synced.ctx) {
             ctx_synced.launches = launches;

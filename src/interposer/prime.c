@@ -225,9 +225,8 @@ void gs_prime_idle(uint64_t now)
 {
     if (!atomic_load_explicit(&pr.on, memory_order_relaxed))
         return;
-    CUcontext ctx = NULL;
-    if (gs_g.real.cuCtxGetCurrent && gs_g.real.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
-        ctx != atomic_load_explicit(&pr.ctx, memory_order_relaxed))
+    CUcontext ctx = gs_current_ctx();
+    if (ctx && ctx != atomic_load_explicit(&pr.ctx, memory_order_relaxed))
         atomic_store(&pr.ctx, ctx);
     pthread_mutex_lock(&pr.lock);
     gs_cc_prime_idle(&pr.p, now);
