@@ -27,6 +27,9 @@
 #   --pin A/B              the latency tenants' CPUs (default 2-5/8-11 with 12 CPUs or more)
 #   --overhead-reps N      processes per overhead variant (default 4)
 #   --inproc-reps N        in-process overhead comparisons (default 3)
+#   --extra-overhead ARGS  more options for bench/overhead.py (e.g. "--skip-process
+#                          --inproc-compute 50": only the in-process launch beside libcuda's,
+#                          under a 50 % share)
 #   --extra-shares ARGS    more options for bench/shares.py (e.g. "--lead 6")
 #   --extra-latency ARGS   more options for bench/latency.py (e.g. "--reps 3")
 #   --budget S             seconds the whole run may take (default 510): a step that
@@ -37,9 +40,9 @@ set -eu
 BENCH=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}
 OLD= NEW= OUT= WORK= ONLY=memory,overhead,shares,latency ROUNDS=2 PAIR=30/70 CAPS= SECS=5
-THINKS=3,6 REQUESTS=400 BATCH=8 PIN=auto OREPS=4 IREPS=3 XSHARES= XLATENCY= PACK=0 BUDGET=510
+THINKS=3,6 REQUESTS=400 BATCH=8 PIN=auto OREPS=4 IREPS=3 XOVERHEAD= XSHARES= XLATENCY= PACK=0 BUDGET=510
 
-usage() { sed -n '2,35p' "$0" | cut -c3-; }
+usage() { sed -n '2,38p' "$0" | cut -c3-; }
 need() { [ $# -ge 2 ] || { echo "compare: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
         --pin) need "$@"; PIN=$2 ;;
         --overhead-reps) need "$@"; OREPS=$2 ;;
         --inproc-reps) need "$@"; IREPS=$2 ;;
+        --extra-overhead) need "$@"; XOVERHEAD=$2 ;;
         --extra-shares) need "$@"; XSHARES=$2 ;;
         --extra-latency) need "$@"; XLATENCY=$2 ;;
         --budget) need "$@"; BUDGET=$2 ;;
@@ -136,9 +140,11 @@ if wants overhead; then
         while [ $r -le "$ROUNDS" ]; do
             for b in $(order $r); do
                 g=$GOLD; [ $b = new ] && g=$GNEW
+                # XOVERHEAD is split into options on purpose
+                # shellcheck disable=SC2086
                 step "overhead-$b-$r" 150 "$PY" "$BENCH/overhead.py" --bin "$WORK/overhead" --inproc "$WORK/overhead_inproc" \
                     --gpuslice "$g" --variants native,gpuslice --reps "$OREPS" --inproc-reps "$IREPS" --cpu "$CPU" \
-                    --out "$RAW/overhead-$b-$r.json"
+                    --out "$RAW/overhead-$b-$r.json" $XOVERHEAD
             done
             r=$((r + 1))
         done

@@ -77,7 +77,12 @@ def overhead_rows(raw):
     def pick(section, key):
         return {b: [s.get(section, {}).get(key) for s in v] for b, v in per.items()}
 
-    return [("overhead", "launch, in one process: hooked - libcuda (us)", "launch_us", pick("inproc", "launch_delta_us")),
+    inproc = per["new"][0].get("inproc", {})
+    slice_ = (f" (a {inproc['compute_share']} % share)" if inproc.get("compute_share") else
+              " (critical)" if inproc.get("critical") else
+              " (beside a critical tenant)" if inproc.get("critical_peer") else "")
+    return [("overhead", f"launch, in one process{slice_}: hooked - libcuda (us)", "launch_us",
+             pick("inproc", "launch_delta_us")),
             ("overhead", "1 MiB alloc + free pair, in one process: hooked / libcuda", "alloc_ratio",
              pick("inproc", "alloc_pair_ratio")),
             ("overhead", "launch, enforcing slice - native, processes (us)", "launch_us",

@@ -167,7 +167,7 @@ def check(d):
     env = dict(os.environ, PYTHONPATH=d, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), PYTHON=sys.executable)
     cmd = ["sh", os.path.join(SRC, "bench", "compare.sh"), "--old", old, "--new", new, "--out", out, "--work", work,
            "--rounds", "2", "--secs", "0.4", "--thinks", "1", "--requests", "10", "--overhead-reps", "2",
-           "--inproc-reps", "2", "--pin", "", "--extra-shares", "--lead 1 --warm 0.1 --memory 2Gi",
+           "--inproc-reps", "2", "--pin", "", "--extra-overhead", "--inproc-compute 50", "--extra-shares", "--lead 1 --warm 0.1 --memory 2Gi",
            "--extra-latency", "--reps 1 --lead 0.5 --first-lead 2 --b-phase 0.5 --est-ms 1 --memory 2Gi"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     t.ok(p.returncode == 0 and "FAILED" not in p.stdout, "compare.sh runs every step with stand-ins",
@@ -202,6 +202,8 @@ def check(d):
     ovh = [r for r in rows.values() if r["claim"] == "overhead"]
     t.ok(len(ovh) == 4 and all(r["same"] and len(r["old"]) == 2 for r in ovh),
          "the overhead figures, two rounds each, the same", json.dumps(ovh, indent=1)[:2000])
+    t.ok("launch, in one process (a 50 % share): hooked - libcuda (us)" in rows,
+         "--extra-overhead reaches overhead.py: the in-process row says its 50 % share", list(rows))
     share = [r for r in rows.values() if r["claim"] == "compute shares"]
     t.ok(len(share) == 2 and all(r["same"] is False and r["new_mean"] < 0.8 * r["old_mean"] for r in share),
          "the new build's slower matmuls show in the shares, outside what a run moves by",

@@ -808,6 +808,10 @@ static void test_best_effort_yields_to_critical(void **st)
     assert_true(n > 0);
     buf[n] = '\0';
     assert_int_equal(field(buf, "launched "), 5);
+    /* An event after each launch, none of them keeping time (cheaper, and
+     * nothing paces them). */
+    if (field(buf, "events-recorded ") < 5 || field(buf, "timed ") != 0)
+        fail_msg("want an untimed event after each launch: %s", buf);
     int status;
     waitpid(pid, &status, 0);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -1103,6 +1107,26 @@ static void test_pause_past_window_not_charged(void **st)
     }
 }
 
+/* A 50 % share alone under its own root (without the earlier tests' critical
+ * slices), into *s. */
+static void alone_share(struct slice *s)
+{
+    use_root("alone");
+    mkslice(s, GiB);
+    use_root(NULL);
+    set_compute(s, 50, GS_PRIO_BEST_EFFORT);
+}
+
+/* args run in s at the debug log level, each fake kernel kernel_us long. */
+static const char *run_kernels(const struct slice *s, const char *kernel_us,
+                               const char *const *args)
+{
+    setenv("GS_FAKE_KERNEL_US", kernel_us, 1);
+    const char *out = run(s, "GPUSLICE_LOG_LEVEL=debug", args);
+    unsetenv("GS_FAKE_KERNEL_US");
+    return out;
+}
+
 /* The other side of the rule above: a context sync covers only the launches
  * before it. A tenant that synchronised, then queued 360 ms of kernels and
  * launches again after its window ended, drains while they run: the window
@@ -1110,15 +1134,10 @@ static void test_pause_past_window_not_charged(void **st)
 static void test_queued_after_sync_charged(void **st)
 {
     (void)st;
-    use_root("alone");
     struct slice s;
-    mkslice(&s, GiB);
-    use_root(NULL);
-    set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
-    setenv("GS_FAKE_KERNEL_US", "30000", 1);
+    alone_share(&s);
     const char *args[] = {"direct", "launch-sync-queue", "12", "250", NULL};
-    const char *out = run(&s, "GPUSLICE_LOG_LEVEL=debug", args);
-    unsetenv("GS_FAKE_KERNEL_US");
+    const char *out = run_kernels(&s, "30000", args);
     assert_int_equal(field(out, "launched "), 16);
     /* However the periods fall (a window may close at the first sync, the
      * ring may hold the launches back), the windows closed are charged for
@@ -1204,29 +1223,25 @@ static void test_too_many_neighbours_said(void **st)
 static void test_share_queue_bounded_by_paced_events(void **st)
 {
     (void)st;
-    use_root("alone"); /* without the earlier tests' (critical) slices */
     struct slice s;
-    mkslice(&s, GiB);
-    use_root(NULL);
-    set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
-    setenv("GS_FAKE_KERNEL_US", "1000", 1);
+    alone_share(&s);
     const char *big[] = {"direct", "launch", "400", NULL};
-    const char *out = run(&s, "GPUSLICE_LOG_LEVEL=debug", big);
+    const char *out = run_kernels(&s, "1000", big);
     long queued = field(out, "max-queued ");
     if (queued > 5 * 4 || queued < 4)
         fail_msg("1 ms kernels: %ld queued at most (want 4..20): %s", queued, out);
     const char *paced = strstr(out, "events: one per ");
     if (!paced || field(paced, "one per ") != 1)
         fail_msg("1 ms kernels not paced at one event per launch: %s", out);
+    if (field(out, "timed ") != field(out, "events-recorded "))
+        fail_msg("without a critical tenant every event keeps time (it paces): %s", out);
 
-    setenv("GS_FAKE_KERNEL_US", "20", 1);
     const char *small[] = {"direct", "launch", "20000", NULL};
-    out = run(&s, "GPUSLICE_LOG_LEVEL=debug", small);
-    unsetenv("GS_FAKE_KERNEL_US");
+    out = run_kernels(&s, "20", small);
     assert_int_equal(field(out, "launched "), 20000);
-    /* One event per about 1 ms of the window's time per launch: ~50 launches
-     * here, fewer where launches themselves take longer than a kernel (a
-     * sanitizer's build): whichever, what the line says of the window. */
+    /* One event per about 1 ms of GPU time per launch: ~50 launches here,
+     * fewer where launches themselves take longer than a kernel (a
+     * sanitizer's build): whichever, what the line says of its measure. */
     paced = strstr(out, "events: one per ");
     long every = paced ? field(paced, "one per ") : 0, n = paced ? field(paced, "(") : 0;
     const char *in = paced ? strstr(paced, "launches in ") : NULL;
@@ -1242,6 +1257,37 @@ static void test_share_queue_bounded_by_paced_events(void **st)
      * far fewer: in all, well under one per 4. */
     if (field(out, "events-recorded ") >= 20000 / 4 * 3 / 4)
         fail_msg("events not fewer once paced: %s", out);
+}
+
+/* A tenant that launches tiny kernels in bursts, on the CPU between them
+ * (a loader between batches). Its windows' time per launch is no measure of
+ * its kernels: its work ends unseen during a pause, so a window is charged
+ * to its last launch, which the host reached long before the GPU (the fake's
+ * launches are faster than its 20 us kernels); paced by that, the queue grew
+ * to ~500 kernels. The GPU time between its own events paces it at one per
+ * ~50 (1 ms of its kernels), and the queue stays bounded; an interval across
+ * a pause costs a few events more, not one per launch. */
+static void test_share_paced_by_event_times(void **st)
+{
+    (void)st;
+    struct slice s;
+    alone_share(&s);
+    const char *args[] = {"direct", "launch-bursts", "10", "500", "40", NULL};
+    const char *out = run_kernels(&s, "20", args);
+    assert_int_equal(field(out, "launched "), 5000);
+    const char *ev = strstr(out, "between our events)"), *line = ev;
+    while (line && line > out && line[-1] != '\n')
+        line--;
+    const char *paced = line ? strstr(line, "events: one per ") : NULL;
+    long every = paced ? field(paced, "one per ") : 0;
+    if (!paced || every < 35 || every > 60)
+        fail_msg("20 us kernels in bursts not paced by their events at ~50: %s", out);
+    long queued = field(out, "max-queued ");
+    if (queued > 5 * 60)
+        fail_msg("%ld queued at most (want at most 300, 6 ms): %s", queued, out);
+    long recorded = field(out, "events-recorded ");
+    if (recorded > 250)
+        fail_msg("%ld events recorded for 5000 launches: %s", recorded, out);
 }
 
 static int setup_all(void **st)
@@ -1307,6 +1353,7 @@ int main(void)
         cmocka_unit_test(test_shrink_falls_back_without_green_context),
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
+        cmocka_unit_test(test_share_paced_by_event_times),
         cmocka_unit_test(test_power_guard_next_to_critical),
         cmocka_unit_test(test_too_many_neighbours_said),
         cmocka_unit_test(test_fork_resets_every_module),
