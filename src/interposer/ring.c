@@ -9,20 +9,25 @@
  * Tiny kernels then record an event once in hundreds of launches, big ones
  * after each.
  *
- * The pace takes the GPU time per launch from the events themselves where
- * it can: the GPU time between two consecutive events that finished (timing
- * events, cuEventElapsedTime), divided by the launches between them. The
- * GPU was busy with those launches, or waited for the host to send them:
- * either way they took no longer. Only two events of one thread on one
- * stream handle count (their work is one queue); the latest interval sets
- * the pace, so an interval across a pause on the host (long) slows it for
- * one interval. Where no interval was measured since the window before
- * (launches from several threads or streams, no timing), the last window's
- * time to when its work finished, divided by its launches, sets it
- * (gs_ring_pace): that counts the moments the GPU idled between our kernels
- * as theirs (a tenant launching in bursts gets an event every few dozen
- * tiny kernels), and a window whose work ended unseen, during a pause, is
- * charged to its last launch (short).
+ * The pace has two measures of our GPU time per launch, and the one that
+ * asks for more events wins (neither is exact: the rule is never looser than
+ * either):
+ * - the last window's time to when its work finished, divided by its
+ *   launches (gs_ring_pace). It counts the moments the GPU idled between our
+ *   kernels as theirs (too many events: harmless), but a window whose work
+ *   ended unseen, during a pause on the host, is charged to its last launch:
+ *   a tenant of tiny kernels launched in bursts, the host ahead of the GPU,
+ *   got one event per several times 1 ms of its work, and a queue to match.
+ * - the events' own: the GPU time between the last two consecutive events
+ *   that finished (timing events, cuEventElapsedTime), divided by the
+ *   launches between them. The GPU ran those launches or waited for the host
+ *   to send them, so for one queue this is never short; an interval across a
+ *   pause is long, and asks for more events for one interval. It is taken
+ *   only from two events of one thread on one stream handle; launches to
+ *   other streams in between are counted though their work may have run
+ *   beside, which makes it short (the window's measure then bounds it), and
+ *   it is kept for two windows with launches (gs_ring_pace ages it).
+ * Next to a critical tenant no pace is used, and the events keep no time.
  *
  * ring.lock guards the slots: it is held for their bookkeeping and for the
  * driver's event calls on them (create, record, query, elapsed time: none of
@@ -122,10 +127,12 @@ void gs_ring_record(CUstream s, int crit)
     int n = atomic_load_explicit(&ring.n, memory_order_relaxed);
     int slot = (ring.head + n) % GS_RING_SLOTS; /* full: the oldest, recorded anew */
     /* Next to a critical tenant an event follows every launch and nothing
-     * paces them: one that keeps no time costs the launch less (~0.5 us on
-     * an H200). A slot whose event is of the other kind gets a new one. */
+     * paces them: one that keeps no time costs the launch less (0.6-0.7 us on
+     * an H200). A free slot whose event is of the other kind gets a new one
+     * (a full ring's oldest, recorded anew, keeps its own). */
     unsigned char timed = !crit;
-    if (ring.ev[slot] && ring.timed[slot] != timed && gs_g.real.cuEventDestroy_v2) {
+    if (n < GS_RING_SLOTS && ring.ev[slot] && ring.timed[slot] != timed &&
+        gs_g.real.cuEventDestroy_v2) {
         gs_g.real.cuEventDestroy_v2(ring.ev[slot]);
         ring.ev[slot] = NULL;
     }
@@ -161,11 +168,13 @@ static unsigned pace_every(uint64_t gpu_ns, uint64_t launches)
     return every < 1 ? 1 : every > EVERY_MAX ? EVERY_MAX : (unsigned)every;
 }
 
-/* Sets the pace from the two measures (ring.lock held): the old one back. */
+/* Sets the pace from the two measures, the one that asks for more events
+ * (ring.lock held): the old pace back. */
 static unsigned pace_set(void)
 {
-    unsigned every =
-        ring.every_events && ring.events_age <= 1 ? ring.every_events : ring.every_window;
+    unsigned every = ring.every_window, ev = ring.events_age <= 1 ? ring.every_events : 0;
+    if (ev && (!every || ev < every))
+        every = ev;
     return atomic_exchange_explicit(&ring.every, every ? every : EVERY_START, memory_order_relaxed);
 }
 
@@ -195,9 +204,10 @@ void gs_ring_pace(uint64_t gpu_ns, uint64_t launches)
 /* The head, found finished, leaves the ring (ring.lock held). Unless a
  * critical tenant is around (crit: an event after every launch, no pace to
  * set, and no driver call to spare), the GPU time from the event kept
- * before it, when both are one queue's, paces the events. The head is kept
- * in its place, its slot gets the old one's event. Tells the launches and
- * GPU time measured (*launches 0: none). */
+ * before it (ring.done), when both are of one thread and stream handle,
+ * is the events' measure of the pace. The head's event becomes ring.done,
+ * and its slot gets the old ring.done's event. Tells the launches and GPU
+ * time measured (*launches 0: none). */
 static void pop_head(int crit, uint64_t *launches, uint64_t *gpu_ns)
 {
     int h = ring.head;
