@@ -18,11 +18,13 @@
  *   ended unseen, during a pause on the host, is charged to its last launch:
  *   a tenant of tiny kernels launched in bursts, the host ahead of the GPU,
  *   got one event per several times 1 ms of its work, and a queue to match.
- * - the events' own: the GPU time between the last two consecutive events
- *   that finished (timing events, cuEventElapsedTime), divided by the
- *   launches between them. The GPU ran those launches or waited for the host
- *   to send them, so for one queue this is never short; an interval across a
- *   pause is long, and asks for more events for one interval. It is taken
+ * - the events' own: the GPU time between two consecutive events that
+ *   finished (timing events, cuEventElapsedTime), divided by the launches
+ *   between them. The GPU ran those launches or waited for the host to send
+ *   them, so for one queue this is never short; an interval across a pause
+ *   is long, which is why the looser of the last two intervals is taken (one
+ *   interval after each pause would otherwise ask for an event per launch
+ *   or so, more than the window's measure, in every burst). It is taken
  *   only from two events of one thread on one stream handle; launches to
  *   other streams in between are counted though their work may have run
  *   beside, which makes it short (the window's measure then bounds it), and
@@ -88,7 +90,8 @@ static struct {
     struct mark done_mark;
     unsigned char done_timed;
     unsigned every_window; /* the window's pace (0: none yet) */
-    unsigned every_events; /* the events' own (0: none yet) */
+    unsigned every_events; /* the events' own, from the last interval (0: none yet) */
+    unsigned every_before; /* ... from the interval before it (0: none) */
     unsigned events_age;   /* windows paced since the events' was measured */
     int head;
     _Atomic int n;     /* outstanding; read without the lock to see there is nothing to do */
@@ -169,10 +172,14 @@ static unsigned pace_every(uint64_t gpu_ns, uint64_t launches)
 }
 
 /* Sets the pace from the two measures, the one that asks for more events
- * (ring.lock held): the old pace back. */
+ * (ring.lock held): the old pace back. The events' measure is the one of
+ * its last two intervals that asks for fewer: one interval across a pause
+ * (or a sample of larger kernels than usual) does not move it; two do. */
 static unsigned pace_set(void)
 {
     unsigned every = ring.every_window, ev = ring.events_age <= 1 ? ring.every_events : 0;
+    if (ev && ring.every_before > ev)
+        ev = ring.every_before;
     if (ev && (!every || ev < every))
         every = ev;
     return atomic_exchange_explicit(&ring.every, every ? every : EVERY_START, memory_order_relaxed);
@@ -220,6 +227,7 @@ static void pop_head(int crit, uint64_t *launches, uint64_t *gpu_ns)
         gs_g.real.cuEventElapsedTime(&ms, ring.done, ring.ev[h]) == CUDA_SUCCESS && ms > 0) {
         *launches = m->k - d->k;
         *gpu_ns = (uint64_t)((double)ms * 1e6);
+        ring.every_before = ring.events_age <= 1 ? ring.every_events : 0;
         ring.every_events = pace_every(*gpu_ns, *launches);
         ring.events_age = 0;
     }
@@ -300,7 +308,7 @@ void gs_ring_after_fork(void)
     ring.done = NULL;
     ring.done_seq = 0;
     ring.done_timed = 0;
-    ring.every_window = ring.every_events = ring.events_age = 0;
+    ring.every_window = ring.every_events = ring.every_before = ring.events_age = 0;
     ring.head = 0;
     atomic_store(&ring.n, 0);
     ring.recorded = 0;
