@@ -1,12 +1,12 @@
 #!/bin/sh
-# Session 16 (issue 20), device calls 1 and 2: the events paced by their own GPU time
-# (ring.c: cuEventElapsedTime between consecutive events) against the committed build.
-# Call 1 ran it with the defaults; call 2, after the events next to a critical tenant
-# went back to keeping no time, with SHARE_ROUNDS=4.
+# Session 16 (issue 20), device calls 1, 2, 4 and 5: the events paced by their own GPU
+# time (ring.c: cuEventElapsedTime between consecutive events), in the form of the
+# moment, against the committed build (5e3f558). Call 1 ran it with the defaults; calls
+# 2, 4 and 5 with SHARE_ROUNDS=4, 3, 3 and CALL=2, 4, 5 (the forms: the results' README).
 #   1. A 50 % share's launch overhead, in one process (bench/compare.sh, overhead only,
 #      SHARE_ROUNDS (3) rounds of five processes per build, the builds taking turns).
 #   2. The same beside an idle critical tenant (an event after every launch: in call 1
-#      a timing event, in call 2 one that keeps no time, as before): two rounds of three.
+#      a timing event, later one that keeps no time, as before): two rounds of three.
 #   3. One process of each build with the debug log: the paces each measure set.
 #   sh bench/archive/h200_session16a.sh OUT
 # build-cmpold is `git archive` of the commit before the change, carried.

@@ -314,7 +314,7 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
     seen->last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
     seen->last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
     /* The window's GPU time per launch (as the window is charged: to when
-     * its work finished) is one measure of the events' pace (ring.c). */
+     * its work finished) paces the next window's events. */
     uint64_t done = gs_cc_work_finished(drain_start, gs_clock_ns(), seen);
     if (from && done > from)
         gs_ring_pace(done - from, launches - cc.paced_launches);

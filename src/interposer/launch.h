@@ -39,14 +39,12 @@ static inline int gs_peers_any_critical(void)
 enum { GS_RING_SLOTS = 4 }; /* events outstanding at most */
 
 /* After a launch on s: records an event on s, after each launch next to a
- * critical tenant (crit), otherwise once per about 1 ms of our GPU work (the
- * pace: ring.c), first waiting (a while at most) for the oldest when
- * GS_RING_SLOTS are outstanding. */
+ * critical tenant (crit), otherwise after every gs_ring_pace-th one, first
+ * waiting (a while at most) for the oldest when GS_RING_SLOTS are outstanding. */
 void gs_ring_record(CUstream s, int crit);
 /* Launches gs_ring_record has seen, in all. */
 uint64_t gs_ring_launches(void);
-/* One measure of the pace, from our last window: its GPU time and its
- * launches (the events' own is the other). */
+/* Paces the events from our last window: its GPU time and its launches. */
 void gs_ring_pace(uint64_t gpu_ns, uint64_t launches);
 /* Waits while more than max events are outstanding, for the oldest; next to
  * a critical tenant (crit) with nothing to be queued (max 0) it spins first.

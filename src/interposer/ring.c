@@ -2,40 +2,18 @@
  * launch, so that before the next we can wait until at most one kernel of
  * ours is queued (and a request of the critical tenant finds at most one
  * in front of it). Otherwise one per ring.every launches, paced so that an
- * event covers about COVER_NS of our GPU work, and a launch that would
- * record a fifth while GS_RING_SLOTS are outstanding first waits for the
- * oldest: what we keep queued is about GS_RING_SLOTS x COVER_NS of work
- * whatever the size of our kernels, so a window's end waits for little.
- * Tiny kernels then record an event once in hundreds of launches, big ones
- * after each.
- *
- * The pace has two measures of our GPU time per launch, and the one that
- * asks for more events wins (neither is exact: the rule is never looser than
- * either):
- * - the last window's time to when its work finished, divided by its
- *   launches (gs_ring_pace). It counts the moments the GPU idled between our
- *   kernels as theirs (too many events: harmless), but a window whose work
- *   ended unseen, during a pause on the host, is charged to its last launch:
- *   a tenant of tiny kernels launched in bursts, the host ahead of the GPU,
- *   got one event per several times 1 ms of its work, and a queue to match.
- * - the events' own: the GPU time between two consecutive events that
- *   finished (timing events, cuEventElapsedTime), divided by the launches
- *   between them. The GPU ran those launches or waited for the host to send
- *   them, so for one queue this is never short; an interval across a pause
- *   is long, which is why the looser of the last two intervals is taken (one
- *   interval after each pause would otherwise ask for an event per launch
- *   or so, more than the window's measure, in every burst). It is taken
- *   only from two events of one thread on one stream handle; launches to
- *   other streams in between are counted though their work may have run
- *   beside, which makes it short (the window's measure then bounds it), and
- *   it is kept for two windows with launches (gs_ring_pace ages it).
- * Next to a critical tenant no pace is used, and the events keep no time.
+ * event covers about COVER_NS of our GPU work (gs_ring_pace, from the last
+ * window's GPU time per launch), and a launch that would record a fifth
+ * while GS_RING_SLOTS are outstanding first waits for the oldest: what we
+ * keep queued is about GS_RING_SLOTS x COVER_NS of work whatever the size
+ * of our kernels, so a window's end waits for little. Tiny kernels then
+ * record an event once in hundreds of launches, big ones after each.
  *
  * ring.lock guards the slots: it is held for their bookkeeping and for the
- * driver's event calls on them (create, record, query, elapsed time: none of
- * them waits for the GPU), never across a sleep, a spin or a launch, and no
- * other lock is taken under it. The launch counters are atomics: a launch
- * that records nothing takes no lock. */
+ * driver's event calls on them (create, record, query: none of them waits for
+ * the GPU), never across a sleep, a spin or a launch, and no other lock is
+ * taken under it. The launch counters are atomics: a launch that records
+ * nothing takes no lock. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -68,31 +46,12 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
  * wait never deadlocks. */
 #define FULL_WAIT_MAX_NS (50ull * 1000 * 1000)
 
-/* An event, and where it was recorded: the launch count then, the stream
- * handle and the thread (a per-thread default stream is one handle for
- * many streams). */
-struct mark {
-    uint64_t k;
-    CUstream s;
-    pthread_t thread;
-};
-
 static struct {
     pthread_mutex_t lock;
     CUevent ev[GS_RING_SLOTS];
     uint64_t t[GS_RING_SLOTS];         /* when each was recorded */
     uint64_t seq[GS_RING_SLOTS];       /* which recording it holds (1, 2, ...) */
     unsigned char solo[GS_RING_SLOTS]; /* ... with nothing of ours before it on the GPU */
-    struct mark mark[GS_RING_SLOTS];
-    unsigned char timed[GS_RING_SLOTS]; /* its event keeps time (not next to a critical tenant) */
-    CUevent done;      /* the last event seen finished, kept for the time to the next */
-    uint64_t done_seq; /* ... its recording (0: none kept) */
-    struct mark done_mark;
-    unsigned char done_timed;
-    unsigned every_window; /* the window's pace (0: none yet) */
-    unsigned every_events; /* the events' own, from the last interval (0: none yet) */
-    unsigned every_before; /* ... from the interval before it (0: none) */
-    unsigned events_age;   /* windows paced since the events' was measured */
     int head;
     _Atomic int n;     /* outstanding; read without the lock to see there is nothing to do */
     uint64_t recorded; /* recordings so far */
@@ -129,27 +88,13 @@ void gs_ring_record(CUstream s, int crit)
     pthread_mutex_lock(&ring.lock);
     int n = atomic_load_explicit(&ring.n, memory_order_relaxed);
     int slot = (ring.head + n) % GS_RING_SLOTS; /* full: the oldest, recorded anew */
-    /* Next to a critical tenant an event follows every launch and nothing
-     * paces them: one that keeps no time costs the launch less (0.6-0.7 us on
-     * an H200). A free slot whose event is of the other kind gets a new one
-     * (a full ring's oldest, recorded anew, keeps its own). */
-    unsigned char timed = !crit;
-    if (n < GS_RING_SLOTS && ring.ev[slot] && ring.timed[slot] != timed &&
-        gs_g.real.cuEventDestroy_v2) {
-        gs_g.real.cuEventDestroy_v2(ring.ev[slot]);
+    if (!ring.ev[slot] &&
+        gs_g.real.cuEventCreate(&ring.ev[slot], CU_EVENT_DISABLE_TIMING_FLAG) != CUDA_SUCCESS)
         ring.ev[slot] = NULL;
-    }
-    if (!ring.ev[slot]) {
-        if (gs_g.real.cuEventCreate(&ring.ev[slot], timed ? 0 : CU_EVENT_DISABLE_TIMING_FLAG) !=
-            CUDA_SUCCESS)
-            ring.ev[slot] = NULL;
-        ring.timed[slot] = timed;
-    }
-    if (ring.ev[slot] && gs_g.real.cuEventRecord(ring.ev[slot], s) == CUDA_SUCCESS) {
+    else if (gs_g.real.cuEventRecord(ring.ev[slot], s) == CUDA_SUCCESS) {
         ring.t[slot] = gs_clock_ns();
         ring.solo[slot] = n == 0 && crit;
         ring.seq[slot] = ++ring.recorded;
-        ring.mark[slot] = (struct mark){k, s, pthread_self()};
         if (n < GS_RING_SLOTS)
             atomic_store_explicit(&ring.n, n + 1, memory_order_relaxed);
     }
@@ -161,7 +106,7 @@ uint64_t gs_ring_launches(void)
     return atomic_load_explicit(&ring.launches, memory_order_relaxed);
 }
 
-/* The launches per event for GPU time over launches (0: none to set). */
+/* The launches per event for a window's GPU time and launches (0: none to set). */
 static unsigned pace_every(uint64_t gpu_ns, uint64_t launches)
 {
     if (!launches)
@@ -171,77 +116,15 @@ static unsigned pace_every(uint64_t gpu_ns, uint64_t launches)
     return every < 1 ? 1 : every > EVERY_MAX ? EVERY_MAX : (unsigned)every;
 }
 
-/* Sets the pace from the two measures, the one that asks for more events
- * (ring.lock held): the old pace back. The events' measure is the one of
- * its last two intervals that asks for fewer: one interval across a pause
- * (or a sample of larger kernels than usual) does not move it; two do. */
-static unsigned pace_set(void)
-{
-    unsigned every = ring.every_window, ev = ring.events_age <= 1 ? ring.every_events : 0;
-    if (ev && ring.every_before > ev)
-        ev = ring.every_before;
-    if (ev && (!every || ev < every))
-        every = ev;
-    return atomic_exchange_explicit(&ring.every, every ? every : EVERY_START, memory_order_relaxed);
-}
-
-static void pace_said(unsigned was, unsigned every, const char *why, uint64_t launches,
-                      uint64_t gpu_ns)
-{
-    if (every >= 2 * was || was >= 2 * every)
-        GS_LOGD("events: one per %u launches (%llu launches in %.3f ms %s)", every,
-                (unsigned long long)launches, (double)gpu_ns / 1e6, why);
-}
-
 void gs_ring_pace(uint64_t gpu_ns, uint64_t launches)
 {
     unsigned every = pace_every(gpu_ns, launches);
     if (!every)
         return;
-    pthread_mutex_lock(&ring.lock);
-    ring.every_window = every;
-    if (ring.events_age <= 1)
-        ring.events_age++;
-    unsigned was = pace_set();
-    every = atomic_load_explicit(&ring.every, memory_order_relaxed);
-    pthread_mutex_unlock(&ring.lock);
-    pace_said(was, every, "of the last window", launches, gpu_ns);
-}
-
-/* The head, found finished, leaves the ring (ring.lock held). Unless a
- * critical tenant is around (crit: an event after every launch, no pace to
- * set, and no driver call to spare), the GPU time from the event kept
- * before it (ring.done), when both are of one thread and stream handle,
- * is the events' measure of the pace. The head's event becomes ring.done,
- * and its slot gets the old ring.done's event. Tells the launches and GPU
- * time measured (*launches 0: none). */
-static void pop_head(int crit, uint64_t *launches, uint64_t *gpu_ns)
-{
-    int h = ring.head;
-    struct mark *m = &ring.mark[h], *d = &ring.done_mark;
-    float ms;
-    *launches = 0;
-    if (!crit && ring.done && ring.done_timed && ring.timed[h] &&
-        ring.done_seq + 1 == ring.seq[h] && d->s == m->s && pthread_equal(d->thread, m->thread) &&
-        m->k > d->k && gs_g.real.cuEventElapsedTime &&
-        gs_g.real.cuEventElapsedTime(&ms, ring.done, ring.ev[h]) == CUDA_SUCCESS && ms > 0) {
-        *launches = m->k - d->k;
-        *gpu_ns = (uint64_t)((double)ms * 1e6);
-        ring.every_before = ring.events_age <= 1 ? ring.every_events : 0;
-        ring.every_events = pace_every(*gpu_ns, *launches);
-        ring.events_age = 0;
-    }
-    CUevent e = ring.done;
-    unsigned char timed = ring.done_timed;
-    ring.done = ring.ev[h];
-    ring.done_timed = ring.timed[h];
-    ring.done_seq = ring.seq[h];
-    ring.done_mark = *m;
-    ring.ev[h] = e;
-    ring.timed[h] = timed;
-    ring.head = (h + 1) % GS_RING_SLOTS;
-    atomic_store_explicit(&ring.n, atomic_load_explicit(&ring.n, memory_order_relaxed) - 1,
-                          memory_order_relaxed);
+    unsigned was = atomic_exchange_explicit(&ring.every, every, memory_order_relaxed);
+    if (every >= 2 * was || was >= 2 * every)
+        GS_LOGD("events: one per %u launches (%llu launches in %.2f ms of the last window)", every,
+                (unsigned long long)launches, (double)gpu_ns / 1e6);
 }
 
 int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
@@ -280,17 +163,14 @@ static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int
             continue;
         }
         int sample = waited_for == ring.seq[h] && ring.solo[h];
-        uint64_t start = ring.t[h], launches, gpu_ns;
-        pop_head(crit, &launches, &gpu_ns);
-        unsigned was = launches ? pace_set() : 0;
+        uint64_t start = ring.t[h];
+        ring.head = (h + 1) % GS_RING_SLOTS;
+        atomic_store_explicit(&ring.n, atomic_load_explicit(&ring.n, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
         waited_for = 0;
-        if ((sample && seen) || launches) {
-            unsigned every = atomic_load_explicit(&ring.every, memory_order_relaxed);
+        if (sample && seen) {
             pthread_mutex_unlock(&ring.lock);
-            if (launches)
-                pace_said(was, every, "between our events", launches, gpu_ns);
-            if (sample && seen)
-                seen(start, gs_clock_ns());
+            seen(start, gs_clock_ns());
             pthread_mutex_lock(&ring.lock);
         }
     }
@@ -305,10 +185,6 @@ void gs_ring_after_fork(void)
     pthread_mutex_init(&ring.lock, NULL);
     for (int i = 0; i < GS_RING_SLOTS; i++)
         ring.ev[i] = NULL;
-    ring.done = NULL;
-    ring.done_seq = 0;
-    ring.done_timed = 0;
-    ring.every_window = ring.every_events = ring.every_before = ring.events_age = 0;
     ring.head = 0;
     atomic_store(&ring.n, 0);
     ring.recorded = 0;

@@ -121,7 +121,6 @@ static const int entry_version[E_COUNT] = {
     [E_cuEventCreate] = 2000,
     [E_cuEventRecord] = 2000,
     [E_cuEventQuery] = 2000,
-    [E_cuEventElapsedTime] = 2000,
     [E_cuEventSynchronize] = 2000,
     [E_cuEventDestroy_v2] = 4000,
     [E_cuMemGetAllocationGranularity] = 10020,
@@ -216,7 +215,6 @@ static _Atomic unsigned long calls[E_COUNT];
 static _Atomic unsigned long long launches, green_launches, module_launches;
 /* Most kernels found still queued on a stream by a launch (GS_FAKE_KERNEL_US). */
 static _Atomic unsigned long long max_queued;
-static _Atomic unsigned long long timed_records;
 static atomic_bool banner_done;
 static __thread struct {
     struct ctx *ctx;
@@ -283,7 +281,6 @@ static void reset_state(void)
     atomic_store(&green_launches, 0);
     atomic_store(&module_launches, 0);
     atomic_store(&max_queued, 0);
-    atomic_store(&timed_records, 0);
     fake_modules_reset();
 }
 
@@ -1736,12 +1733,6 @@ unsigned long long gsfake_max_queued(void)
     return atomic_load(&max_queued);
 }
 
-unsigned long long gsfake_timed_records(void)
-{
-    pthread_once(&once, fake_init);
-    return atomic_load(&timed_records);
-}
-
 unsigned long long gsfake_calls(const char *name)
 {
     pthread_once(&once, fake_init);
@@ -1782,9 +1773,7 @@ void gsfake_reset(void)
 struct fake_event {
     uint32_t magic;
     int recorded;
-    unsigned flags;
     uint64_t done_at;
-    uint64_t stamp; /* when the GPU reached it: done_at, or the record's time on an idle stream */
 };
 #define EVENT_MAGIC 0x45564e54u
 
@@ -1798,13 +1787,13 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
     ENTER(cuEventCreate);
     NEED_INIT();
+    (void)Flags;
     if (!phEvent)
         return CUDA_ERROR_INVALID_VALUE;
     struct fake_event *ev = calloc(1, sizeof *ev);
     if (!ev)
         return CUDA_ERROR_OUT_OF_MEMORY;
     ev->magic = EVENT_MAGIC;
-    ev->flags = Flags;
     *phEvent = (CUevent)ev;
     return CUDA_SUCCESS;
 }
@@ -1823,10 +1812,6 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
         return rc;
     ev->recorded = 1;
     ev->done_at = *busy;
-    if (!(ev->flags & CU_EVENT_DISABLE_TIMING_FLAG))
-        atomic_fetch_add(&timed_records, 1);
-    uint64_t now = now_ns();
-    ev->stamp = ev->done_at > now ? ev->done_at : now;
     return CUDA_SUCCESS;
 }
 
@@ -1838,24 +1823,6 @@ CUresult cuEventQuery(CUevent hEvent)
     if (!ev)
         return CUDA_ERROR_INVALID_HANDLE;
     return !ev->recorded || now_ns() >= ev->done_at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-}
-
-/* As the driver: both recorded and finished, neither without timing. */
-CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-    ENTER(cuEventElapsedTime);
-    NEED_INIT();
-    if (!pMilliseconds)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct fake_event *a = event_from(hStart), *b = event_from(hEnd);
-    if (!a || !b || !a->recorded || !b->recorded ||
-        ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING_FLAG))
-        return CUDA_ERROR_INVALID_HANDLE;
-    uint64_t now = now_ns();
-    if (now < a->done_at || now < b->done_at)
-        return CUDA_ERROR_NOT_READY;
-    *pMilliseconds = (float)(((double)b->stamp - (double)a->stamp) / 1e6);
-    return CUDA_SUCCESS;
 }
 
 CUresult cuEventSynchronize(CUevent hEvent)

@@ -61,7 +61,6 @@ unsigned long long gsfake_green_launches(void);  /* of those, on a green context
 unsigned long long gsfake_module_launches(void); /* of those, of a cuModuleGetFunction function */
 unsigned long long gsfake_max_queued(void); /* most kernels a launch found queued on its stream */
 unsigned long long gsfake_calls(const char *name); /* calls of one entry point since reset */
-unsigned long long gsfake_timed_records(void);     /* cuEventRecord on events that keep time */
 /* The fake's own function for an entry point name (NULL: not one of its): what
  * dlsym would give without an interposer, which redirects dlsym but not this
  * (bench/overhead_sim.c times the two against each other). */

@@ -361,9 +361,9 @@ static int launch_n(long n)
     for (long i = 0; i < n; i++)
         if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
             return 4;
-    printf("launched %ld on-green %llu max-queued %llu events-recorded %llu timed %llu\n", n,
+    printf("launched %ld on-green %llu max-queued %llu events-recorded %llu\n", n,
            fake_count("gsfake_green_launches", NULL), fake_count("gsfake_max_queued", NULL),
-           fake_count("gsfake_calls", "cuEventRecord"), fake_count("gsfake_timed_records", NULL));
+           fake_count("gsfake_calls", "cuEventRecord"));
     return 0;
 }
 
@@ -735,24 +735,6 @@ int main(int argc, char **argv)
             A.cuCtxSynchronize() != 0)
             return 4;
         printf("launched %ld\n", n + 4);
-        return 0;
-    }
-    if (!strcmp(s, "launch-bursts") && argc > 5) {
-        /* argv[3] bursts of argv[4] launches, each followed by argv[5] ms on
-         * the CPU without a sync (a loader between batches); then a sync. */
-        long b = strtol(argv[3], NULL, 10), n = strtol(argv[4], NULL, 10),
-             ms = strtol(argv[5], NULL, 10);
-        for (long j = 0; j < b; j++) {
-            for (long i = 0; i < n; i++)
-                if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
-                    return 4;
-            struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-        if (A.cuCtxSynchronize() != 0)
-            return 4;
-        printf("launched %ld max-queued %llu events-recorded %llu\n", b * n,
-               fake_count("gsfake_max_queued", NULL), fake_count("gsfake_calls", "cuEventRecord"));
         return 0;
     }
     if (!strcmp(s, "launch-pause") && argc > 4) {

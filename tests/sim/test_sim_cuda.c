@@ -522,52 +522,6 @@ static void test_sync_latency(void **st)
                  (unsigned long long)(now_us() - t0));
 }
 
-/* Events with timing: the GPU time between two of them is the queued work
- * between, or the host's time where the stream idled; an unfinished event or
- * one without timing has none. */
-static void test_event_elapsed(void **st)
-{
-    (void)st;
-    fresh("GS_FAKE_KERNEL_US=20000", NULL);
-    with_context(0);
-    CUevent a, b, untimed;
-    float ms = -1;
-    assert_int_equal(cuEventCreate(&a, 0), CUDA_SUCCESS);
-    assert_int_equal(cuEventCreate(&b, 0), CUDA_SUCCESS);
-    assert_int_equal(cuEventCreate(&untimed, CU_EVENT_DISABLE_TIMING_FLAG), CUDA_SUCCESS);
-    assert_int_equal(cuEventElapsedTime(&ms, a, b), CUDA_ERROR_INVALID_HANDLE); /* unrecorded */
-    uint64_t t0 = now_us();
-    assert_int_equal(cuEventRecord(a, NULL), CUDA_SUCCESS);
-    launch_one(NULL);
-    uint64_t gap = now_us() - t0; /* the host's time from the record to the first kernel */
-    launch_one(NULL);
-    assert_int_equal(cuEventRecord(b, NULL), CUDA_SUCCESS);
-    assert_int_equal(cuEventElapsedTime(&ms, a, b), CUDA_ERROR_NOT_READY);
-    assert_int_equal(cuEventSynchronize(b), CUDA_SUCCESS);
-    assert_int_equal(cuEventElapsedTime(&ms, a, b), CUDA_SUCCESS);
-    if (ms < 39.9f || ms > 40.1 + gap / 1000.0) /* two 20 ms kernels queued back to back */
-        fail_msg("two 20 ms kernels between the events: %.3f ms (%llu us to the first)", (double)ms,
-                 (unsigned long long)gap);
-    assert_int_equal(cuEventElapsedTime(&ms, b, a), CUDA_SUCCESS);
-    assert_true(ms < -39.9f);
-    usleep(30000); /* the stream idles: the next event is stamped when recorded */
-    t0 = now_us();
-    assert_int_equal(cuEventRecord(a, NULL), CUDA_SUCCESS);
-    usleep(10000);
-    assert_int_equal(cuEventRecord(b, NULL), CUDA_SUCCESS);
-    uint64_t host = now_us() - t0;
-    assert_int_equal(cuEventElapsedTime(&ms, a, b), CUDA_SUCCESS);
-    if (ms < 9.9f || ms > host / 1000.0 + 0.1)
-        fail_msg("10 ms apart on an idle stream: %.3f ms (host %llu us)", (double)ms,
-                 (unsigned long long)host);
-    assert_int_equal(cuEventRecord(untimed, NULL), CUDA_SUCCESS);
-    assert_int_equal(cuEventElapsedTime(&ms, a, untimed), CUDA_ERROR_INVALID_HANDLE);
-    assert_int_equal(cuEventElapsedTime(NULL, a, b), CUDA_ERROR_INVALID_VALUE);
-    cuEventDestroy_v2(a);
-    cuEventDestroy_v2(b);
-    cuEventDestroy_v2(untimed);
-}
-
 /* ---- cuGetProcAddress ---- */
 
 static const char *const exported[] = {
@@ -1021,12 +975,6 @@ static CUresult call_cuEventQuery(void)
 {
     return cuEventQuery(event());
 }
-static CUresult call_cuEventElapsedTime(void)
-{
-    float ms;
-    cuEventRecord(event(), NULL);
-    return cuEventElapsedTime(&ms, event(), event());
-}
 static CUresult call_cuEventSynchronize(void)
 {
     return cuEventSynchronize(event());
@@ -1338,7 +1286,6 @@ int main(void)
         cmocka_unit_test(test_unified_memory),
         cmocka_unit_test(test_launch_and_sync),
         cmocka_unit_test(test_sync_latency),
-        cmocka_unit_test(test_event_elapsed),
         cmocka_unit_test(test_resolver_every_export),
         cmocka_unit_test(test_resolver_versions_and_flags),
         cmocka_unit_test(test_export_table_unsupported),
