@@ -155,8 +155,10 @@ typedef enum CUstreamCaptureMode_enum {
     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
     CU_STREAM_CAPTURE_MODE_RELAXED = 2
 } CUstreamCaptureMode;
-#define CU_STREAM_NON_BLOCKING_FLAG 0x1  /* cuda.h: CU_STREAM_NON_BLOCKING */
-#define CU_EVENT_DISABLE_TIMING_FLAG 0x2 /* cuda.h: CU_EVENT_DISABLE_TIMING */
+#define CU_STREAM_LEGACY ((CUstream)0x1)     /* the legacy default stream, by name */
+#define CU_STREAM_PER_THREAD ((CUstream)0x2) /* the calling thread's default stream */
+#define CU_STREAM_NON_BLOCKING_FLAG 0x1      /* cuda.h: CU_STREAM_NON_BLOCKING */
+#define CU_EVENT_DISABLE_TIMING_FLAG 0x2     /* cuda.h: CU_EVENT_DISABLE_TIMING */
 
 /* Green contexts (CUDA 12.4+): a context over a subset of the GPU's SMs.
  * CUdevResource has the driver's layout (checked by tests/cuda_decls): the

@@ -73,14 +73,18 @@
     X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total), HOOK)                      \
     X(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev), (bytes, dev), HOOK)
 
-/* Every way work reaches the GPU. Two more columns:
+/* Every way work reaches the GPU. Three more columns:
  *   stream  where the launch's stream is: PARAM, its hStream parameter;
  *           CONFIG, the Ex form's config->hStream (no config: the legacy stream).
  *   green   1 if yield = shrink moves it to the green context's stream:
  *           kernels and the Ex form on an explicit or legacy stream.
  *           Cooperative kernels (their grid must fit the SMs), graphs
  *           (instantiated for their context) and the per-thread-stream forms
- *           stay where they are, bounded as with yield = bound. */
+ *           stay where they are, bounded as with yield = bound.
+ *   null    what a NULL stream means: LEGACY, the legacy default stream;
+ *           PER_THREAD (the _ptsz forms), the calling thread's default
+ *           stream, which the interposer's own events then name as
+ *           CU_STREAM_PER_THREAD. */
 /* A kernel launch's parameters, and a cooperative one's (no `extra`): the
  * same for their _ptsz forms. */
 #define GS_CU_KERNEL_PARAMS                                                             \
@@ -98,20 +102,21 @@
     (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, \
      kernelParams)
 #define GS_CU_LAUNCH_HOOKS(X)                                                                      \
-    X(cuLaunchKernel, GS_CU_KERNEL_PARAMS, GS_CU_KERNEL_ARGS, HOOK, PARAM, 1)                      \
-    X(cuLaunchKernel_ptsz, GS_CU_KERNEL_PARAMS, GS_CU_KERNEL_ARGS, HOOK, PARAM, 0)                 \
+    X(cuLaunchKernel, GS_CU_KERNEL_PARAMS, GS_CU_KERNEL_ARGS, HOOK, PARAM, 1, LEGACY)              \
+    X(cuLaunchKernel_ptsz, GS_CU_KERNEL_PARAMS, GS_CU_KERNEL_ARGS, HOOK, PARAM, 0, PER_THREAD)     \
     X(cuLaunchKernelEx,                                                                            \
       (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),             \
-      (config, f, kernelParams, extra), HOOK, CONFIG, 1)                                           \
+      (config, f, kernelParams, extra), HOOK, CONFIG, 1, LEGACY)                                   \
     X(cuLaunchKernelEx_ptsz,                                                                       \
       (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),             \
-      (config, f, kernelParams, extra), HOOK, CONFIG, 0)                                           \
-    X(cuLaunchCooperativeKernel, GS_CU_COOP_PARAMS, GS_CU_COOP_ARGS, HOOK, PARAM, 0)               \
-    X(cuLaunchCooperativeKernel_ptsz, GS_CU_COOP_PARAMS, GS_CU_COOP_ARGS, HOOK, PARAM, 0)          \
+      (config, f, kernelParams, extra), HOOK, CONFIG, 0, PER_THREAD)                               \
+    X(cuLaunchCooperativeKernel, GS_CU_COOP_PARAMS, GS_CU_COOP_ARGS, HOOK, PARAM, 0, LEGACY)       \
+    X(cuLaunchCooperativeKernel_ptsz, GS_CU_COOP_PARAMS, GS_CU_COOP_ARGS, HOOK, PARAM, 0,          \
+      PER_THREAD)                                                                                  \
     X(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream), HOOK,      \
-      PARAM, 0)                                                                                    \
+      PARAM, 0, LEGACY)                                                                            \
     X(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream), HOOK, \
-      PARAM, 0)
+      PARAM, 0, PER_THREAD)
 
 /* Synchronisation: a latency-critical tenant's work is known finished when
  * one of these returns (cuCtxSynchronize_v2 is what cuGetProcAddress gives

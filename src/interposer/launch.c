@@ -550,10 +550,15 @@ static inline int green_enter(CUstream s)
 #define STREAM_CONFIG (config ? config->hStream : NULL)
 #define GREEN_OK_PARAM 1
 #define GREEN_OK_CONFIG (config != NULL)
+/* The null column: the stream our event after the launch goes to. An event
+ * on the legacy stream after a _ptsz launch would wait for every blocking
+ * stream of the context, and make their later work wait for it. */
+#define NULL_STREAM_LEGACY(s) (s)
+#define NULL_STREAM_PER_THREAD(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
 #define RETARGET_PARAM(g) (hStream = (g))
 #define RETARGET_CONFIG(g) (shadow = *config, shadow.hStream = (g), config = &shadow)
 
-#define LAUNCH_HOOK(name, params, args, kind, stream_in, green)              \
+#define LAUNCH_HOOK(name, params, args, kind, stream_in, green, null)        \
     GS_API CUresult name params                                              \
     {                                                                        \
         gs_ensure_init();                                                    \
@@ -580,7 +585,7 @@ static inline int green_enter(CUstream s)
             }                                                                \
         }                                                                    \
         if (rc == CUDA_SUCCESS)                                              \
-            cc_after(stream);                                                \
+            cc_after(NULL_STREAM_##null(stream));                            \
         return rc;                                                           \
     }
 GS_CU_LAUNCH_HOOKS(LAUNCH_HOOK)

@@ -215,6 +215,7 @@ static _Atomic unsigned long calls[E_COUNT];
 static _Atomic unsigned long long launches, green_launches, module_launches;
 /* Most kernels found still queued on a stream by a launch (GS_FAKE_KERNEL_US). */
 static _Atomic unsigned long long max_queued;
+static _Atomic unsigned long long per_thread_records;
 static atomic_bool banner_done;
 static __thread struct {
     struct ctx *ctx;
@@ -281,6 +282,7 @@ static void reset_state(void)
     atomic_store(&green_launches, 0);
     atomic_store(&module_launches, 0);
     atomic_store(&max_queued, 0);
+    atomic_store(&per_thread_records, 0);
     fake_modules_reset();
 }
 
@@ -1733,6 +1735,12 @@ unsigned long long gsfake_max_queued(void)
     return atomic_load(&max_queued);
 }
 
+unsigned long long gsfake_per_thread_records(void)
+{
+    pthread_once(&once, fake_init);
+    return atomic_load(&per_thread_records);
+}
+
 unsigned long long gsfake_calls(const char *name)
 {
     pthread_once(&once, fake_init);
@@ -1812,6 +1820,8 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
         return rc;
     ev->recorded = 1;
     ev->done_at = *busy;
+    if (hStream == CU_STREAM_PER_THREAD)
+        atomic_fetch_add(&per_thread_records, 1);
     return CUDA_SUCCESS;
 }
 

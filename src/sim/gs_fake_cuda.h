@@ -12,8 +12,6 @@
 #define CUDA_ERROR_ALREADY_MAPPED 208
 #define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
 #define CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED 713
-#define CU_STREAM_LEGACY ((CUstream)0x1)
-#define CU_STREAM_PER_THREAD ((CUstream)0x2)
 #define CU_STREAM_NON_BLOCKING 0x1
 #define CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION 915
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
@@ -60,7 +58,8 @@ unsigned long long gsfake_launches(void);        /* kernel and graph launches si
 unsigned long long gsfake_green_launches(void);  /* of those, on a green context's stream */
 unsigned long long gsfake_module_launches(void); /* of those, of a cuModuleGetFunction function */
 unsigned long long gsfake_max_queued(void); /* most kernels a launch found queued on its stream */
-unsigned long long gsfake_calls(const char *name); /* calls of one entry point since reset */
+unsigned long long gsfake_calls(const char *name);  /* calls of one entry point since reset */
+unsigned long long gsfake_per_thread_records(void); /* cuEventRecord on CU_STREAM_PER_THREAD */
 /* The fake's own function for an entry point name (NULL: not one of its): what
  * dlsym would give without an interposer, which redirects dlsym but not this
  * (bench/overhead_sim.c times the two against each other). */

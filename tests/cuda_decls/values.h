@@ -30,6 +30,8 @@
     X(CU_GREEN_CTX_DEFAULT_STREAM, CU_GREEN_CTX_DEFAULT_STREAM)                               \
     X(CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_CAPTURE_STATUS_NONE)                           \
     X(CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_RELAXED)                         \
+    X(CU_STREAM_LEGACY, (size_t)CU_STREAM_LEGACY)                                             \
+    X(CU_STREAM_PER_THREAD, (size_t)CU_STREAM_PER_THREAD)                                     \
     X(CUDA_SUCCESS, CUDA_SUCCESS)                                                             \
     X(CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE)                                     \
     X(CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY)                                     \

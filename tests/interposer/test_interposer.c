@@ -1256,6 +1256,28 @@ static void test_share_queue_bounded_by_paced_events(void **st)
         fail_msg("events not fewer once paced: %s", out);
 }
 
+/* A launch through a _ptsz entry point on the NULL stream went to the
+ * calling thread's default stream: the event after it must go there too
+ * (CU_STREAM_PER_THREAD). On the legacy stream it would wait for every
+ * blocking stream of the context and hold their later work behind it. A
+ * plain launch's event stays on the legacy stream. */
+static void test_ptsz_events_on_the_threads_stream(void **st)
+{
+    (void)st;
+    struct slice s;
+    alone_share(&s);
+    const char *ptsz[] = {"direct", "launch-ptsz", "400", NULL};
+    const char *out = run_kernels(&s, "1000", ptsz);
+    assert_int_equal(field(out, "launched "), 400);
+    long recorded = field(out, "events-recorded "), per_thread = field(out, "per-thread ");
+    if (recorded < 100 || per_thread != recorded) /* 1 ms kernels: an event per launch */
+        fail_msg("_ptsz launches: want every event on the thread's stream: %s", out);
+    const char *plain[] = {"direct", "launch", "400", NULL};
+    out = run_kernels(&s, "1000", plain);
+    if (field(out, "events-recorded ") < 100 || field(out, "per-thread ") != 0)
+        fail_msg("plain launches: want every event on the legacy stream: %s", out);
+}
+
 static int setup_all(void **st)
 {
     (void)st;
@@ -1319,6 +1341,7 @@ int main(void)
         cmocka_unit_test(test_shrink_falls_back_without_green_context),
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
+        cmocka_unit_test(test_ptsz_events_on_the_threads_stream),
         cmocka_unit_test(test_power_guard_next_to_critical),
         cmocka_unit_test(test_too_many_neighbours_said),
         cmocka_unit_test(test_fork_resets_every_module),

@@ -353,18 +353,28 @@ static unsigned long long fake_count(const char *fn, const char *arg)
     return f ? f() : 0ull;
 }
 
-/* n kernels; then how many ran on a green context's stream, the most
- * kernels a launch found still queued in front of it, and the events
- * recorded (the fake counts). */
-static int launch_n(long n)
+/* n kernels on the NULL stream, through cuLaunchKernel or (per_thread) its
+ * _ptsz form, where NULL is the thread's default stream; then how many ran
+ * on a green context's stream, the most kernels a launch found still queued
+ * in front of it, the events recorded, and of those the ones on
+ * CU_STREAM_PER_THREAD (the fake counts). */
+static int launch_on(long n, int per_thread)
 {
     for (long i = 0; i < n; i++)
-        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+        if ((per_thread
+                 ? A.cuLaunchKernel_ptsz((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)
+                 : A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)) != 0)
             return 4;
-    printf("launched %ld on-green %llu max-queued %llu events-recorded %llu\n", n,
+    printf("launched %ld on-green %llu max-queued %llu events-recorded %llu per-thread %llu\n", n,
            fake_count("gsfake_green_launches", NULL), fake_count("gsfake_max_queued", NULL),
-           fake_count("gsfake_calls", "cuEventRecord"));
+           fake_count("gsfake_calls", "cuEventRecord"),
+           fake_count("gsfake_per_thread_records", NULL));
     return 0;
+}
+
+static int launch_n(long n)
+{
+    return launch_on(n, 0);
 }
 
 /* t threads, each launching n kernels, pause_us apart. */
@@ -677,6 +687,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(s, "launch") && argc > 3)
         return launch_n(strtol(argv[3], NULL, 10));
+    if (!strcmp(s, "launch-ptsz") && argc > 3)
+        return launch_on(strtol(argv[3], NULL, 10), 1);
     if (!strcmp(s, "launch-threads") && argc > 5)
         return launch_threads((int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                               strtol(argv[5], NULL, 10));
