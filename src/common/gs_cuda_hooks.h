@@ -2,7 +2,7 @@
  * NVML's memory queries.
  *
  * Each row: X(name, params, args, kind), with more columns where a list says
- * so (the launch hooks: stream and green). `name` is the exact exported
+ * so (the launch hooks: stream, green and null). `name` is the exact exported
  * (versioned) symbol: cuda.h maps cuMemAlloc to cuMemAlloc_v2 and so on (the
  * CUDA driver API reference gives each function's _v2 versioning). The _ptsz
  * variants are separate exports with the same signature that select the
@@ -75,7 +75,7 @@
 
 /* Every way work reaches the GPU. Three more columns:
  *   stream  where the launch's stream is: PARAM, its hStream parameter;
- *           CONFIG, the Ex form's config->hStream (no config: the legacy stream).
+ *           CONFIG, the Ex form's config->hStream (no config is no launch).
  *   green   1 if yield = shrink moves it to the green context's stream:
  *           kernels and the Ex form on an explicit or legacy stream.
  *           Cooperative kernels (their grid must fit the SMs), graphs
@@ -83,8 +83,8 @@
  *           stay where they are, bounded as with yield = bound.
  *   null    what a NULL stream means: LEGACY, the legacy default stream;
  *           PER_THREAD (the _ptsz forms), the calling thread's default
- *           stream, which the interposer's own events then name as
- *           CU_STREAM_PER_THREAD. */
+ *           stream, which the interposer then names CU_STREAM_PER_THREAD
+ *           for its own events and waits. */
 /* A kernel launch's parameters, and a cooperative one's (no `extra`): the
  * same for their _ptsz forms. */
 #define GS_CU_KERNEL_PARAMS                                                             \

@@ -550,9 +550,11 @@ static inline int green_enter(CUstream s)
 #define STREAM_CONFIG (config ? config->hStream : NULL)
 #define GREEN_OK_PARAM 1
 #define GREEN_OK_CONFIG (config != NULL)
-/* The null column: the stream our event after the launch goes to. An event
- * on the legacy stream after a _ptsz launch would wait for every blocking
- * stream of the context, and make their later work wait for it. */
+/* The null column: the launch's stream by a name that means the same to
+ * every entry point, for our events and waits (and a retry, where the
+ * launch goes to the green context and back). An event on the legacy stream
+ * after a _ptsz launch would wait for every blocking stream of the context,
+ * and make their later work wait for it. */
 #define NULL_STREAM_LEGACY(s) (s)
 #define NULL_STREAM_PER_THREAD(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
 #define RETARGET_PARAM(g) (hStream = (g))
@@ -567,7 +569,7 @@ static inline int green_enter(CUstream s)
         if (!gs_g.enforce)                                                   \
             return gs_g.real.name args;                                      \
         count_launch();                                                      \
-        CUstream stream = STREAM_##stream_in;                                \
+        CUstream stream = NULL_STREAM_##null(STREAM_##stream_in);            \
         cc_before();                                                         \
         CUlaunchConfig shadow;                                               \
         (void)shadow;                                                        \
@@ -585,7 +587,7 @@ static inline int green_enter(CUstream s)
             }                                                                \
         }                                                                    \
         if (rc == CUDA_SUCCESS)                                              \
-            cc_after(NULL_STREAM_##null(stream));                            \
+            cc_after(stream);                                                \
         return rc;                                                           \
     }
 GS_CU_LAUNCH_HOOKS(LAUNCH_HOOK)

@@ -1256,11 +1256,12 @@ static void test_share_queue_bounded_by_paced_events(void **st)
         fail_msg("events not fewer once paced: %s", out);
 }
 
-/* A launch through a _ptsz entry point on the NULL stream went to the
- * calling thread's default stream: the event after it must go there too
- * (CU_STREAM_PER_THREAD). On the legacy stream it would wait for every
- * blocking stream of the context and hold their later work behind it. A
- * plain launch's event stays on the legacy stream. */
+/* A launch through a _ptsz entry point (each of the four) on the NULL
+ * stream went to the calling thread's default stream: the event after it
+ * must go there too (CU_STREAM_PER_THREAD). On the legacy stream it would
+ * wait for every blocking stream of the context and hold their later work
+ * behind it. A plain launch's event, and a _ptsz launch's on the legacy
+ * stream named, stay on the legacy stream. */
 static void test_ptsz_events_on_the_threads_stream(void **st)
 {
     (void)st;
@@ -1276,6 +1277,10 @@ static void test_ptsz_events_on_the_threads_stream(void **st)
     out = run_kernels(&s, "1000", plain);
     if (field(out, "events-recorded ") < 100 || field(out, "per-thread ") != 0)
         fail_msg("plain launches: want every event on the legacy stream: %s", out);
+    const char *legacy[] = {"direct", "launch-ptsz-legacy", "400", NULL};
+    out = run_kernels(&s, "1000", legacy);
+    if (field(out, "events-recorded ") < 100 || field(out, "per-thread ") != 0)
+        fail_msg("_ptsz launches on CU_STREAM_LEGACY: want their events there: %s", out);
 }
 
 static int setup_all(void **st)

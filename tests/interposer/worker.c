@@ -353,18 +353,34 @@ static unsigned long long fake_count(const char *fn, const char *arg)
     return f ? f() : 0ull;
 }
 
-/* n kernels on the NULL stream, through cuLaunchKernel or (per_thread) its
- * _ptsz form, where NULL is the thread's default stream; then how many ran
- * on a green context's stream, the most kernels a launch found still queued
- * in front of it, the events recorded, and of those the ones on
- * CU_STREAM_PER_THREAD (the fake counts). */
-static int launch_on(long n, int per_thread)
+/* n kernels: through cuLaunchKernel on the NULL stream (ptsz 0), or
+ * through the _ptsz forms in turn (kernel, Ex, cooperative, graph) on the
+ * NULL stream, the thread's default stream there (ptsz 1), or on
+ * CU_STREAM_LEGACY named (ptsz 2). Then how many ran on a green context's
+ * stream, the most kernels a launch found still queued in front of it, the
+ * events recorded, and of those the ones on CU_STREAM_PER_THREAD (the fake
+ * counts). */
+static int launch_on(long n, int ptsz)
 {
-    for (long i = 0; i < n; i++)
-        if ((per_thread
-                 ? A.cuLaunchKernel_ptsz((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)
-                 : A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)) != 0)
+    CUstream s = ptsz == 2 ? CU_STREAM_LEGACY : NULL;
+    CUlaunchConfig cfg = {0}; /* one thread, on s */
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = s;
+    for (long i = 0; i < n; i++) {
+        CUresult rc;
+        if (!ptsz)
+            rc = A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+        else if (i % 4 == 0)
+            rc = A.cuLaunchKernel_ptsz((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+        else if (i % 4 == 1)
+            rc = A.cuLaunchKernelEx_ptsz(&cfg, (CUfunction)1, NULL, NULL);
+        else if (i % 4 == 2)
+            rc = A.cuLaunchCooperativeKernel_ptsz((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL);
+        else
+            rc = A.cuGraphLaunch_ptsz((CUgraphExec)0x200, s);
+        if (rc != 0)
             return 4;
+    }
     printf("launched %ld on-green %llu max-queued %llu events-recorded %llu per-thread %llu\n", n,
            fake_count("gsfake_green_launches", NULL), fake_count("gsfake_max_queued", NULL),
            fake_count("gsfake_calls", "cuEventRecord"),
@@ -689,6 +705,8 @@ int main(int argc, char **argv)
         return launch_n(strtol(argv[3], NULL, 10));
     if (!strcmp(s, "launch-ptsz") && argc > 3)
         return launch_on(strtol(argv[3], NULL, 10), 1);
+    if (!strcmp(s, "launch-ptsz-legacy") && argc > 3)
+        return launch_on(strtol(argv[3], NULL, 10), 2);
     if (!strcmp(s, "launch-threads") && argc > 5)
         return launch_threads((int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                               strtol(argv[5], NULL, 10));

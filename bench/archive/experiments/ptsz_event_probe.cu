@@ -4,7 +4,9 @@
 // NULL stream) or on CU_STREAM_PER_THREAD (what it does now). Thread 2 then launches an
 // empty kernel on its own per-thread default stream and times it to completion. On the
 // legacy stream the event waits for every blocking stream and holds their later work:
-// thread 2 waits for thread 1's kernel.
+// thread 2 waits for thread 1's kernel. (Built with --default-stream per-thread, cuda.h
+// maps cuEventRecord to cuEventRecord_ptsz, where the interposer calls the plain one;
+// with the stream named explicitly, as here, the two mean the same stream.)
 //
 //   nvcc -O2 --default-stream per-thread -o /tmp/ptsz bench/archive/experiments/ptsz_event_probe.cu -lcuda
 //   /tmp/ptsz
@@ -44,7 +46,7 @@ int main()
             cuCtxSetCurrent(ctx);
             CUevent ev;
             cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING);
-            spin<<<1, 1>>>((long long)khz * 100); // 100 ms at the base clock
+            spin<<<1, 1>>>((long long)khz * 100); // about 100 ms at the peak clock
             rc = cuEventRecord(ev, where);
             recorded = 1;
             cuEventSynchronize(ev);
