@@ -1267,20 +1267,23 @@ static void test_ptsz_events_on_the_threads_stream(void **st)
     (void)st;
     struct slice s;
     alone_share(&s);
-    const char *ptsz[] = {"direct", "launch-ptsz", "400", NULL};
-    const char *out = run_kernels(&s, "1000", ptsz);
-    assert_int_equal(field(out, "launched "), 400);
-    long recorded = field(out, "events-recorded "), per_thread = field(out, "per-thread ");
-    if (recorded < 100 || per_thread != recorded) /* 1 ms kernels: an event per launch */
-        fail_msg("_ptsz launches: want every event on the thread's stream: %s", out);
-    const char *plain[] = {"direct", "launch", "400", NULL};
-    out = run_kernels(&s, "1000", plain);
-    if (field(out, "events-recorded ") < 100 || field(out, "per-thread ") != 0)
-        fail_msg("plain launches: want every event on the legacy stream: %s", out);
-    const char *legacy[] = {"direct", "launch-ptsz-legacy", "400", NULL};
-    out = run_kernels(&s, "1000", legacy);
-    if (field(out, "events-recorded ") < 100 || field(out, "per-thread ") != 0)
-        fail_msg("_ptsz launches on CU_STREAM_LEGACY: want their events there: %s", out);
+    static const struct {
+        const char *mode, *what;
+        int on_thread; /* every event on CU_STREAM_PER_THREAD, or none */
+    } cases[] = {
+        {"launch-ptsz", "_ptsz launches: want every event on the thread's stream", 1},
+        {"launch", "plain launches: want every event on the legacy stream", 0},
+        {"launch-ptsz-legacy", "_ptsz launches on CU_STREAM_LEGACY: want their events there", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[] = {"direct", cases[i].mode, "400", NULL};
+        const char *out = run_kernels(&s, "1000", args);
+        assert_int_equal(field(out, "launched "), 400);
+        long recorded = field(out, "events-recorded "), per_thread = field(out, "per-thread ");
+        /* 1 ms kernels: an event per launch */
+        if (recorded < 100 || per_thread != (cases[i].on_thread ? recorded : 0))
+            fail_msg("%s: %s", cases[i].what, out);
+    }
 }
 
 static int setup_all(void **st)
