@@ -128,8 +128,23 @@
     X(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream), HOOK) \
     X(cuEventSynchronize, (CUevent hEvent), (hEvent), HOOK)
 
+/* A context's end: the driver frees what was made in it (device, managed
+ * and pinned host memory, arrays, events, streams, modules; not the
+ * stream-ordered pools' memory nor cuMemCreate's), so the interposer gives
+ * back those charges and forgets its own objects there (context.c). The
+ * primary context ends at its reset, and at the release of its last
+ * reference. The CUDA runtime asks cuGetProcAddress for both at 7000, and
+ * so gets their first versions (measured with CUDA 13): hooked too. */
+#define GS_CU_CTX_HOOKS(X)                                       \
+    X(cuCtxDestroy_v2, (CUcontext ctx), (ctx), HOOK)             \
+    X(cuDevicePrimaryCtxReset_v2, (CUdevice dev), (dev), HOOK)   \
+    X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev), HOOK) \
+    X(cuDevicePrimaryCtxReset, (CUdevice dev), (dev), HOOK)      \
+    X(cuDevicePrimaryCtxRelease, (CUdevice dev), (dev), HOOK)
+
 /* All hooked driver entry points, but for the resolver. */
-#define GS_CU_HOOKS(X) GS_CU_ALLOC_HOOKS(X) GS_CU_LAUNCH_HOOKS(X) GS_CU_SYNC_HOOKS(X)
+#define GS_CU_HOOKS(X) \
+    GS_CU_ALLOC_HOOKS(X) GS_CU_LAUNCH_HOOKS(X) GS_CU_SYNC_HOOKS(X) GS_CU_CTX_HOOKS(X)
 
 /* The resolver, hooked so that what it returns for a hooked name is our
  * wrapper. Apart from GS_CU_HOOKS: cuda.h makes cuGetProcAddress a macro for
@@ -151,7 +166,8 @@
     X(cuDeviceGetName, (char *name, int len, CUdevice dev), (name, len, dev), HELPER)              \
     X(cuDeviceGetAttribute, (int *pi, int attrib, CUdevice dev), (pi, attrib, dev), HELPER)        \
     X(cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev), (pctx, dev), HELPER)             \
-    X(cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev), HELPER)                                 \
+    X(cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active),                \
+      (dev, flags, active), HELPER)                                                                \
     X(cuCtxSetCurrent, (CUcontext ctx), (ctx), HELPER)                                             \
     X(cuCtxGetCurrent, (CUcontext * pctx), (pctx), HELPER)                                         \
     X(cuStreamQuery, (CUstream hStream), (hStream), HELPER)                                        \

@@ -22,7 +22,8 @@ static struct {
     _Atomic int state; /* 0 not made yet, 1 ready, -1 unavailable (then: bound) */
     CUdevice dev;      /* set before state turns 1 */
     CUstream stream;
-    CUevent in, out;
+    CUevent in, out; /* made in made_in, the application's context then */
+    CUcontext made_in;
 } green = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Makes the green context on dev: 1 ready, -1 not available (said once). */
@@ -67,6 +68,7 @@ static int make(CUdevice dev)
         (rc = r->cuEventCreate(&green.out, CU_EVENT_DISABLE_TIMING_FLAG)) != CUDA_SUCCESS)
         goto fail;
     green.dev = dev;
+    green.made_in = gs_current_ctx();
     GS_LOGI("yield = shrink: while a latency-critical tenant is busy, this tenant's kernels run "
             "on %u of the GPU's %u SMs (a green context)",
             part.sm.smCount, all.sm.smCount);
@@ -134,6 +136,21 @@ void gs_green_refused(CUresult green_rc)
                 (int)green_rc);
 }
 
+void gs_green_ctx_gone(CUcontext ctx)
+{
+    pthread_mutex_lock(&green.lock);
+    if (atomic_load(&green.state) > 0 && green.made_in == ctx) {
+        /* Its events went with the context; the green context itself (of
+         * the device, not of ctx) is left to the driver, and one is made
+         * anew at the next need. */
+        atomic_store(&green.state, 0);
+        green.stream = NULL;
+        green.in = green.out = NULL;
+        green.made_in = NULL;
+    }
+    pthread_mutex_unlock(&green.lock);
+}
+
 void gs_green_after_fork(void)
 {
     /* The green context and its stream and events are the parent's: the
@@ -143,4 +160,5 @@ void gs_green_after_fork(void)
     green.dev = 0;
     green.stream = NULL;
     green.in = green.out = NULL;
+    green.made_in = NULL;
 }

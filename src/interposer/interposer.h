@@ -121,6 +121,20 @@ void gs_prime_idle(uint64_t now);
 /* Gives back what stream-ordered pools released (at syncs and trims). */
 uint64_t gs_mem_pools_refresh(void);
 
+/* CUDA contexts (context.c). The tag of the context current on the calling
+ * thread (1-255; 0 when none is, or more than 255 were seen at once): the
+ * memory tables keep it beside what the driver frees with the context. */
+unsigned gs_ctx_tag(void);
+/* At a context's end: gives back every charge tagged with its tag (memory.c);
+ * how many, and their bytes in *bytes. */
+unsigned long gs_mem_ctx_gone(unsigned tag, uint64_t *bytes);
+/* The prime's thread launches in the application's context: a context's end
+ * waits for its launch under way (hold), and the prime forgets its kernel
+ * and stream there once it has ended (ctx_gone, between hold and unhold). */
+void gs_prime_hold(void);
+void gs_prime_ctx_gone(CUcontext ctx);
+void gs_prime_unhold(void);
+
 /* In a forked child, each module's reset of its per-process state (its
  * locks, the parent's slot, the parent's CUDA objects); interposer.c's
  * pthread_atfork child handler calls them all. peers.c has none: its list

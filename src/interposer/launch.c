@@ -102,6 +102,16 @@ static struct {
     CUcontext ctx;
 } ctx_synced = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+void gs_launch_ctx_gone(CUcontext ctx)
+{
+    pthread_mutex_lock(&ctx_synced.lock);
+    if (ctx_synced.ctx == ctx) {
+        ctx_synced.ctx = NULL;
+        ctx_synced.at = 0;
+    }
+    pthread_mutex_unlock(&ctx_synced.lock);
+}
+
 /* From the limits: the guard; and where the other tenants' state is. */
 void gs_launch_init(const char *state_dir)
 {

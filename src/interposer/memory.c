@@ -31,6 +31,20 @@ static uint64_t charge_size(uint64_t bytes)
     return (bytes + 511) & ~511ull;
 }
 
+/* The tables of what the driver frees with a context (device and managed
+ * allocations, arrays, pinned host memory) keep, beside each charge, the
+ * tag of the context it was made in (context.c; 0: none known), in the top
+ * byte: a charge of 2^56 bytes (64 PiB) no GPU has, nor a cap lets pass. */
+#define TAG_SHIFT 56
+static inline uint64_t tagged(uint64_t bytes, unsigned tag)
+{
+    return bytes | (uint64_t)tag << TAG_SHIFT;
+}
+static inline uint64_t bytes_of(uint64_t v)
+{
+    return v & ((1ull << TAG_SHIFT) - 1);
+}
+
 int gs_slot(void)
 {
     int s = atomic_load_explicit(&gs_g.slot, memory_order_acquire);
@@ -346,7 +360,10 @@ static CUresult charged_alloc(const struct alloc_args *a, const char *what)
         return rc;
     }
     gs_note_use();
-    if (gs_ptrmap_put(&gs_g.allocs, *a->dptr, c) < 0) {
+    /* Stream-ordered allocations charged by request are the pool's memory,
+     * which outlives the context. */
+    unsigned tag = a->which == A_PLAIN || a->which == A_MANAGED ? gs_ctx_tag() : 0;
+    if (gs_ptrmap_put(&gs_g.allocs, *a->dptr, tagged(c, tag)) < 0) {
         undo_alloc(a);
         return table_full(T_ALLOCS, what, c);
     }
@@ -610,7 +627,7 @@ GS_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
     if (real < est)
         gs_mem_uncharge(est - real);
     gs_note_use();
-    if (gs_ptrmap_put(&gs_g.allocs, *dptr, real) < 0) {
+    if (gs_ptrmap_put(&gs_g.allocs, *dptr, tagged(real, gs_ctx_tag())) < 0) {
         CALL_REAL(cuMemFree_v2, (*dptr));
         return table_full(T_ALLOCS, "cuMemAllocPitch", real);
     }
@@ -621,7 +638,7 @@ static void uncharge_ptr(CUdeviceptr p)
 {
     uint64_t c;
     if (gs_ptrmap_take(&gs_g.allocs, p, &c))
-        gs_mem_uncharge(c);
+        gs_mem_uncharge(bytes_of(c));
 }
 
 GS_API CUresult cuMemFree_v2(CUdeviceptr dptr)
@@ -814,7 +831,7 @@ static CUresult array_done(CUresult rc, uint64_t key, uint64_t bytes, int mipmap
         return rc;
     }
     gs_note_use();
-    if (gs_ptrmap_put(&gs_g.arrays, key, bytes) < 0) {
+    if (gs_ptrmap_put(&gs_g.arrays, key, tagged(bytes, gs_ctx_tag())) < 0) {
         if (mipmapped)
             CALL_REAL(cuMipmappedArrayDestroy, ((CUmipmappedArray)(uintptr_t)key));
         else
@@ -871,7 +888,7 @@ static CUresult array_free(CUresult rc, uint64_t key)
 {
     uint64_t b;
     if (rc == CUDA_SUCCESS && gs_ptrmap_take(&gs_g.arrays, key, &b))
-        gs_mem_uncharge(b);
+        gs_mem_uncharge(bytes_of(b));
     return rc;
 }
 
@@ -914,7 +931,7 @@ static CUresult host_done(CUresult rc, uint64_t key, uint64_t bytes, int registe
         gs_mem_uncharge(bytes);
         return rc;
     }
-    if (gs_ptrmap_put(&gs_g.host, key, bytes) < 0) {
+    if (gs_ptrmap_put(&gs_g.host, key, tagged(bytes, gs_ctx_tag())) < 0) {
         if (registered)
             CALL_REAL(cuMemHostUnregister, ((void *)(uintptr_t)key));
         else
@@ -961,7 +978,7 @@ static CUresult host_free(CUresult rc, void *p)
 {
     uint64_t b;
     if (rc == CUDA_SUCCESS && gs_ptrmap_take(&gs_g.host, (uint64_t)(uintptr_t)p, &b))
-        gs_mem_uncharge(b);
+        gs_mem_uncharge(bytes_of(b));
     return rc;
 }
 
@@ -977,6 +994,38 @@ GS_API CUresult cuMemHostUnregister(void *p)
     if (!ENFORCING())
         return CALL_REAL(cuMemHostUnregister, (p));
     return host_free(CALL_REAL(cuMemHostUnregister, (p)), p);
+}
+
+/* ---- a context's end ------------------------------------------------------ */
+
+struct ctx_gone {
+    struct gs_ptrmap *map;
+    unsigned tag;
+    unsigned long n;
+    uint64_t bytes;
+};
+
+static void drop_if_tagged(uint64_t key, uint64_t val, void *arg)
+{
+    struct ctx_gone *g = arg;
+    uint64_t v;
+    if ((unsigned)(val >> TAG_SHIFT) == g->tag && gs_ptrmap_take(g->map, key, &v)) {
+        gs_mem_uncharge(bytes_of(v));
+        g->n++;
+        g->bytes += bytes_of(v);
+    }
+}
+
+unsigned long gs_mem_ctx_gone(unsigned tag, uint64_t *bytes)
+{
+    struct gs_ptrmap *maps[] = {&gs_g.allocs, &gs_g.arrays, &gs_g.host};
+    struct ctx_gone g = {.tag = tag};
+    for (size_t i = 0; tag && gs_g.enforce && i < sizeof maps / sizeof maps[0]; i++) {
+        g.map = maps[i];
+        gs_ptrmap_each(maps[i], drop_if_tagged, &g);
+    }
+    *bytes = g.bytes;
+    return g.n;
 }
 
 /* ---- queries report the slice ------------------------------------------- */

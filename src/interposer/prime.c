@@ -60,6 +60,9 @@ static struct {
     uint64_t primes, next_say;
 } pr = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held across each prime's launch, and across a context's end (context.c):
+ * the thread never launches into a context as it ends. */
+static pthread_mutex_t fire_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void gs_prime_init(void)
 {
@@ -174,8 +177,11 @@ static void *prime_thread(void *arg)
         if (at) {
             gs_clock_sleep_until(at);
             /* Still the same gap: no request came, no sync since. */
-            if (atomic_load(&pr.launched) <= idle && atomic_load(&pr.idle) == idle)
+            if (atomic_load(&pr.launched) <= idle && atomic_load(&pr.idle) == idle) {
+                pthread_mutex_lock(&fire_lock);
                 prime_fire(gs_clock_ns());
+                pthread_mutex_unlock(&fire_lock);
+            }
         }
         atomic_store(&pr.waiting, 1);
         while (atomic_load(&pr.seq) == seq)
@@ -237,8 +243,30 @@ void gs_prime_idle(uint64_t now)
         syscall(SYS_futex, &pr.seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+void gs_prime_hold(void)
+{
+    pthread_mutex_lock(&fire_lock);
+}
+
+void gs_prime_ctx_gone(CUcontext ctx)
+{
+    /* A primary context keeps its handle across its reset: the kernel and
+     * stream made for it are gone all the same (and using them would crash
+     * the driver). The next request's sync names the context anew. */
+    if (pr.made_for == ctx)
+        pr.made_for = NULL;
+    CUcontext c = ctx;
+    atomic_compare_exchange_strong(&pr.ctx, &c, NULL);
+}
+
+void gs_prime_unhold(void)
+{
+    pthread_mutex_unlock(&fire_lock);
+}
+
 void gs_prime_after_fork(void)
 {
+    pthread_mutex_init(&fire_lock, NULL);
     /* The thread did not come along: a child that is a critical tenant too
      * starts its own at its first request. */
     atomic_store(&pr.started, 0);

@@ -175,3 +175,18 @@ int gs_ptrmap_take(struct gs_ptrmap *m, uint64_t key, uint64_t *val)
 {
     return find(m, key, 1, val);
 }
+
+void gs_ptrmap_each(struct gs_ptrmap *m, void (*fn)(uint64_t key, uint64_t val, void *arg),
+                    void *arg)
+{
+    for (int i = 0; i < m->nlevels; i++) {
+        struct gs_ptrmap_entry *t = atomic_load_explicit(&m->level[i], memory_order_acquire);
+        if (!t)
+            return; /* levels are made in order */
+        for (size_t j = 0; j < m->slots[i]; j++) {
+            uint64_t k = atomic_load_explicit(&t[j].key, memory_order_acquire);
+            if (k != EMPTY && k != GONE)
+                fn(k, atomic_load_explicit(&t[j].val, memory_order_acquire), arg);
+        }
+    }
+}

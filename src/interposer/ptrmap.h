@@ -57,5 +57,11 @@ int gs_ptrmap_put(struct gs_ptrmap *m, uint64_t key, uint64_t val);
 int gs_ptrmap_get(struct gs_ptrmap *m, uint64_t key, uint64_t *val);
 /* Removes key; 1 and *val when it was there, 0 when not. */
 int gs_ptrmap_take(struct gs_ptrmap *m, uint64_t key, uint64_t *val);
+/* Calls fn for every key live when its slot is read (all levels, in slot
+ * order; keys put or taken meanwhile may or may not be seen), with arg. fn
+ * may take the key. For the rare walk (a CUDA context's end), not the hot
+ * path: it reads every slot of every level mapped. */
+void gs_ptrmap_each(struct gs_ptrmap *m, void (*fn)(uint64_t key, uint64_t val, void *arg),
+                    void *arg);
 
 #endif

@@ -49,6 +49,7 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
 static struct {
     pthread_mutex_t lock;
     CUevent ev[GS_RING_SLOTS];
+    CUcontext ctx[GS_RING_SLOTS];      /* the context each event was made in */
     uint64_t t[GS_RING_SLOTS];         /* when each was recorded */
     uint64_t seq[GS_RING_SLOTS];       /* which recording it holds (1, 2, ...) */
     unsigned char solo[GS_RING_SLOTS]; /* ... with nothing of ours before it on the GPU */
@@ -88,10 +89,13 @@ void gs_ring_record(CUstream s, int crit)
     pthread_mutex_lock(&ring.lock);
     int n = atomic_load_explicit(&ring.n, memory_order_relaxed);
     int slot = (ring.head + n) % GS_RING_SLOTS; /* full: the oldest, recorded anew */
-    if (!ring.ev[slot] &&
-        gs_g.real.cuEventCreate(&ring.ev[slot], CU_EVENT_DISABLE_TIMING_FLAG) != CUDA_SUCCESS)
-        ring.ev[slot] = NULL;
-    else if (gs_g.real.cuEventRecord(ring.ev[slot], s) == CUDA_SUCCESS) {
+    if (!ring.ev[slot]) {
+        if (gs_g.real.cuEventCreate(&ring.ev[slot], CU_EVENT_DISABLE_TIMING_FLAG) == CUDA_SUCCESS)
+            ring.ctx[slot] = gs_current_ctx();
+        else
+            ring.ev[slot] = NULL;
+    }
+    if (ring.ev[slot] && gs_g.real.cuEventRecord(ring.ev[slot], s) == CUDA_SUCCESS) {
         ring.t[slot] = gs_clock_ns();
         ring.solo[slot] = n == 0 && crit;
         ring.seq[slot] = ++ring.recorded;
@@ -178,13 +182,33 @@ static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int
     return waited;
 }
 
+void gs_ring_ctx_gone(CUcontext ctx)
+{
+    pthread_mutex_lock(&ring.lock);
+    int any = 0;
+    for (int i = 0; i < GS_RING_SLOTS; i++)
+        if (ring.ev[i] && ring.ctx[i] == ctx) {
+            ring.ev[i] = NULL; /* freed by the driver: using it again would crash it */
+            ring.ctx[i] = NULL;
+            any = 1;
+        }
+    if (any) { /* what was outstanding ended with the context */
+        ring.head = 0;
+        atomic_store(&ring.n, 0);
+        atomic_store(&ring.unbounded, 0);
+    }
+    pthread_mutex_unlock(&ring.lock);
+}
+
 void gs_ring_after_fork(void)
 {
     /* The events belong to the parent's context, which the child cannot use:
      * its own are made as it needs them. */
     pthread_mutex_init(&ring.lock, NULL);
-    for (int i = 0; i < GS_RING_SLOTS; i++)
+    for (int i = 0; i < GS_RING_SLOTS; i++) {
         ring.ev[i] = NULL;
+        ring.ctx[i] = NULL;
+    }
     ring.head = 0;
     atomic_store(&ring.n, 0);
     ring.recorded = 0;

@@ -22,6 +22,7 @@
 #include "gs_fake_cuda.h"
 
 #define MAX_DEVICES 16
+#define MAX_CREATED 16 /* contexts of cuCtxCreate alive at once */
 #define MIB (1ull << 20)
 #define VMM_GRANULARITY (2 * MIB) /* measured on H200: minimum = recommended */
 #define POOL_CHUNK (32 * MIB)     /* a 100 MiB async alloc reserved 128 MiB (measured) */
@@ -97,6 +98,12 @@ static const int entry_version[E_COUNT] = {
     [E_cuDeviceGetAttribute] = 2000,
     [E_cuDevicePrimaryCtxRetain] = 7000,
     [E_cuDevicePrimaryCtxRelease_v2] = 11000,
+    [E_cuDevicePrimaryCtxReset_v2] = 11000,
+    [E_cuDevicePrimaryCtxReset] = 7000,
+    [E_cuDevicePrimaryCtxRelease] = 7000,
+    [E_cuDevicePrimaryCtxGetState] = 7000,
+    [E_cuCtxDestroy_v2] = 4000,
+    [E_cuCtxCreate_v2] = 3020,
     [E_cuCtxSetCurrent] = 4000,
     [E_cuCtxGetCurrent] = 4000,
     [E_cuCtxSynchronize] = 2000,
@@ -165,6 +172,7 @@ struct rec {
     struct pool *pool;   /* K_POOLED: the pool holding its memory */
     uint64_t busy_until; /* K_STREAM: end of queued work, CLOCK_MONOTONIC ns */
     unsigned green_sms;  /* K_STREAM: a green context's stream over that many SMs */
+    struct ctx *ctx;     /* the context it was made in (NULL: none, or a green context's) */
 };
 
 struct pool {
@@ -173,9 +181,15 @@ struct pool {
     uint64_t release_threshold;
 };
 
+/* A primary context (st.ctxs[dev]) or one of cuCtxCreate (st.created). Its
+ * end (reset, last release, destroy) frees what was made in it, as the real
+ * driver does (docs/fake-driver.md), and bumps its epoch: its old events
+ * are then stale. */
 struct ctx {
     int dev;
     int refs;
+    bool created;
+    unsigned epoch;
 };
 
 struct device {
@@ -202,6 +216,7 @@ static struct {
     unsigned generation; /* bumped by reset, invalidates threads' current contexts */
     struct device devs[MAX_DEVICES];
     struct ctx ctxs[MAX_DEVICES];
+    struct ctx created[MAX_CREATED];
     struct pool pools[MAX_DEVICES];
     struct rec *recs;
     size_t nrecs, caprecs;
@@ -240,6 +255,9 @@ static void read_config(void)
     fake_env_fail("GS_FAKE_FAIL", entry_names, E_COUNT, st.fail);
 }
 
+static void fake_modules_end(struct ctx *c);
+static void events_free_all(void);
+
 /* Frees what the records own: host memory and the table itself. */
 static void free_records(void)
 {
@@ -256,6 +274,7 @@ __attribute__((destructor)) static void fake_fini(void)
 {
     pthread_mutex_lock(&lock);
     free_records();
+    events_free_all();
     pthread_mutex_unlock(&lock);
 }
 
@@ -265,13 +284,21 @@ static void reset_state(void)
 {
     free_records();
     unsigned gen = st.generation + 1;
+    /* Events outlive a reset of the fake (a test may keep one): so do the
+     * contexts' epochs they are checked against. */
+    unsigned epochs[MAX_DEVICES + MAX_CREATED];
+    for (int i = 0; i < MAX_DEVICES + MAX_CREATED; i++)
+        epochs[i] = i < MAX_DEVICES ? st.ctxs[i].epoch : st.created[i - MAX_DEVICES].epoch;
     memset(&st, 0, sizeof st);
     st.generation = gen;
+    for (int i = 0; i < MAX_CREATED; i++)
+        st.created[i].epoch = epochs[MAX_DEVICES + i];
     read_config();
     for (int d = 0; d < MAX_DEVICES; d++) {
         st.devs[d].total = st.mem;
         st.devs[d].next_va = (uint64_t)(d + 1) << 48;
         st.ctxs[d].dev = d;
+        st.ctxs[d].epoch = epochs[d];
         st.pools[d].dev = d;
     }
     st.next_id = 0x1000;
@@ -383,7 +410,9 @@ static struct rec *rec_add(enum kind kind, uint64_t addr, size_t size, size_t ch
         st.caprecs = cap;
     }
     struct rec *r = &st.recs[st.nrecs++];
-    *r = (struct rec){.kind = kind, .addr = addr, .size = size, .charge = charge, .dev = dev};
+    *r = (struct rec){
+        .kind = kind, .addr = addr, .size = size, .charge = charge, .dev = dev, .ctx = NULL};
+    r->ctx = current.generation == st.generation ? current.ctx : NULL;
     return r;
 }
 
@@ -451,7 +480,31 @@ static struct ctx *ctx_from(CUcontext h)
     for (int d = 0; d < st.ndev; d++)
         if ((CUcontext)&st.ctxs[d] == h)
             return &st.ctxs[d];
+    for (int i = 0; i < MAX_CREATED; i++)
+        if ((CUcontext)&st.created[i] == h)
+            return &st.created[i];
     return NULL;
+}
+
+static void events_end(struct ctx *c);
+
+/* A context's end (measured on the H200, docs/fake-driver.md): device,
+ * managed and pinned host memory, arrays, streams and modules made in it are
+ * freed; stream-ordered pools' memory, cuMemCreate handles and their
+ * mappings are not. Its events turn stale (events_end). */
+static void ctx_end(struct ctx *c)
+{
+    const unsigned freed =
+        K_DEVICE | K_MANAGED | K_HOST | K_HOSTREG | K_ARRAY | K_MIPMAP | K_STREAM;
+    for (size_t i = 0; i < st.nrecs;) {
+        if ((st.recs[i].kind & freed) && st.recs[i].ctx == c)
+            rec_free(&st.recs[i]); /* moves the last record here */
+        else
+            i++;
+    }
+    events_end(c);
+    fake_modules_end(c);
+    c->epoch++;
 }
 
 /* A stream's device and queue; NULL and the legacy/per-thread handles are
@@ -1507,17 +1560,109 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+static CUresult primary_release(CUdevice dev)
 {
-    ENTER(cuDevicePrimaryCtxRelease_v2);
     NEED_INIT();
     if (!dev_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     struct ctx *c = &st.ctxs[dev];
     if (c->refs == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (--c->refs == 0)
+    if (--c->refs == 0) {
+        ctx_end(c);
         uncharge(dev, st.ctx_overhead);
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The real driver also frees the context's own memory and makes it again at
+ * its next use; the fake keeps it charged while the context is retained. */
+static CUresult primary_reset(CUdevice dev)
+{
+    NEED_INIT();
+    if (!dev_ok(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    ctx_end(&st.ctxs[dev]);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    ENTER(cuDevicePrimaryCtxRelease_v2);
+    return primary_release(dev);
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    ENTER(cuDevicePrimaryCtxReset_v2);
+    return primary_reset(dev);
+}
+
+/* The first versions (7000), which the CUDA runtime still asks for. */
+CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    ENTER(cuDevicePrimaryCtxReset);
+    return primary_reset(dev);
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    ENTER(cuDevicePrimaryCtxRelease);
+    return primary_release(dev);
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    ENTER(cuDevicePrimaryCtxGetState);
+    NEED_INIT();
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!dev_ok(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *flags = 0;
+    *active = st.ctxs[dev].refs > 0;
+    return CUDA_SUCCESS;
+}
+
+/* cuCtxCreate's form before CUDA 12.5's parameters: a context of its own on
+ * dev, current on the calling thread. */
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    ENTER(cuCtxCreate_v2);
+    NEED_INIT();
+    (void)flags;
+    CUresult rc = check_out_dev(pctx, dev);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    for (int i = 0; i < MAX_CREATED; i++) {
+        struct ctx *c = &st.created[i];
+        if (c->refs)
+            continue;
+        if ((rc = charge(dev, st.ctx_overhead)) != CUDA_SUCCESS)
+            return rc;
+        unsigned epoch = c->epoch;
+        *c = (struct ctx){.dev = dev, .refs = 1, .created = true, .epoch = epoch + 1};
+        current.ctx = c;
+        current.generation = st.generation;
+        *pctx = (CUcontext)c;
+        return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* A primary context is not cuCtxDestroy's (the fake says INVALID_CONTEXT). */
+CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    ENTER(cuCtxDestroy_v2);
+    NEED_INIT();
+    struct ctx *c = ctx_from(ctx);
+    if (!c || !c->created || c->refs == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    ctx_end(c);
+    c->refs = 0;
+    uncharge(c->dev, st.ctx_overhead);
+    if (current.ctx == c)
+        current.ctx = NULL;
     return CUDA_SUCCESS;
 }
 
@@ -1782,13 +1927,47 @@ struct fake_event {
     uint32_t magic;
     int recorded;
     uint64_t done_at;
+    struct ctx *ctx; /* made in; stale once its epoch moved on */
+    unsigned epoch;
+    struct fake_event *next; /* every live event, in `events` (freed at a reset of the fake) */
 };
 #define EVENT_MAGIC 0x45564e54u
+static struct fake_event *events;
 
-static struct fake_event *event_from(CUevent e)
+/* An event whose context has ended: the real driver returns
+ * CONTEXT_IS_DESTROYED after cuCtxDestroy, and crashes after a reset or the
+ * last release of the primary context (measured on the H200); the fake
+ * aborts there, saying so, so a test sees the crash. */
+static CUresult event_from(CUevent e, const char *call, struct fake_event **out)
 {
     struct fake_event *ev = (struct fake_event *)e;
-    return ev && ev->magic == EVENT_MAGIC ? ev : NULL;
+    if (!ev || ev->magic != EVENT_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (ev->ctx && ev->epoch != ev->ctx->epoch) {
+        if (ev->ctx->created)
+            return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        fprintf(stderr,
+                "gpuslice fake: %s on an event of a primary context that was reset or "
+                "released since (the real driver crashes here)\n",
+                call);
+        abort();
+    }
+    *out = ev;
+    return CUDA_SUCCESS;
+}
+
+static void events_end(struct ctx *c)
+{
+    (void)c; /* its events see the epoch move on (event_from) */
+}
+
+static void events_free_all(void)
+{
+    while (events) {
+        struct fake_event *n = events->next;
+        free(events);
+        events = n;
+    }
 }
 
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
@@ -1798,10 +1977,17 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     (void)Flags;
     if (!phEvent)
         return CUDA_ERROR_INVALID_VALUE;
+    struct ctx *c = ctx_current();
+    if (!c || c->refs == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
     struct fake_event *ev = calloc(1, sizeof *ev);
     if (!ev)
         return CUDA_ERROR_OUT_OF_MEMORY;
     ev->magic = EVENT_MAGIC;
+    ev->ctx = c;
+    ev->epoch = c->epoch;
+    ev->next = events;
+    events = ev;
     *phEvent = (CUevent)ev;
     return CUDA_SUCCESS;
 }
@@ -1810,9 +1996,10 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
 {
     ENTER(cuEventRecord);
     NEED_INIT();
-    struct fake_event *ev = event_from(hEvent);
-    if (!ev)
-        return CUDA_ERROR_INVALID_HANDLE;
+    struct fake_event *ev;
+    CUresult erc = event_from(hEvent, "cuEventRecord", &ev);
+    if (erc != CUDA_SUCCESS)
+        return erc;
     int dev;
     uint64_t *busy;
     CUresult rc = stream_queue(hStream, &dev, &busy);
@@ -1829,9 +2016,10 @@ CUresult cuEventQuery(CUevent hEvent)
 {
     ENTER(cuEventQuery);
     NEED_INIT();
-    struct fake_event *ev = event_from(hEvent);
-    if (!ev)
-        return CUDA_ERROR_INVALID_HANDLE;
+    struct fake_event *ev;
+    CUresult erc = event_from(hEvent, "cuEventQuery", &ev);
+    if (erc != CUDA_SUCCESS)
+        return erc;
     return !ev->recorded || now_ns() >= ev->done_at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -1842,9 +2030,10 @@ CUresult cuEventSynchronize(CUevent hEvent)
     {
         LOCKED();
         NEED_INIT();
-        struct fake_event *ev = event_from(hEvent);
-        if (!ev)
-            return CUDA_ERROR_INVALID_HANDLE;
+        struct fake_event *ev;
+        CUresult erc = event_from(hEvent, "cuEventSynchronize", &ev);
+        if (erc != CUDA_SUCCESS)
+            return erc;
         until = ev->recorded ? ev->done_at : 0;
     }
     sleep_until(until);
@@ -1855,9 +2044,15 @@ CUresult cuEventDestroy_v2(CUevent hEvent)
 {
     ENTER(cuEventDestroy_v2);
     NEED_INIT();
-    struct fake_event *ev = event_from(hEvent);
-    if (!ev)
-        return CUDA_ERROR_INVALID_HANDLE;
+    struct fake_event *ev;
+    CUresult erc = event_from(hEvent, "cuEventDestroy", &ev);
+    if (erc != CUDA_SUCCESS)
+        return erc;
+    for (struct fake_event **p = &events; *p; p = &(*p)->next)
+        if (*p == ev) {
+            *p = ev->next;
+            break;
+        }
     ev->magic = 0;
     free(ev);
     return CUDA_SUCCESS;
@@ -1986,6 +2181,7 @@ CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigne
     if (!r)
         return CUDA_ERROR_OUT_OF_MEMORY;
     r->green_sms = g->sms;
+    r->ctx = NULL; /* the green context's, which the application's context's end spares */
     *phStream = (CUstream)(uintptr_t)id;
     (void)priority;
     return CUDA_SUCCESS;
@@ -1995,9 +2191,12 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
     ENTER(cuStreamWaitEvent);
     NEED_INIT();
-    struct fake_event *ev = event_from(hEvent);
-    if (!ev || Flags)
-        return ev ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+    struct fake_event *ev;
+    CUresult erc = event_from(hEvent, "cuStreamWaitEvent", &ev);
+    if (erc != CUDA_SUCCESS)
+        return erc;
+    if (Flags)
+        return CUDA_ERROR_INVALID_VALUE;
     int dev;
     uint64_t *busy;
     CUresult rc = stream_queue(hStream, &dev, &busy);
@@ -2044,6 +2243,13 @@ static __thread CUstreamCaptureMode capture_mode;
 static void fake_modules_reset(void)
 {
     memset(modules, 0, sizeof modules);
+}
+
+static void fake_modules_end(struct ctx *c)
+{
+    for (int i = 0; i < FAKE_MODULES_MAX; i++)
+        if (modules[i].used && modules[i].ctx == c)
+            modules[i].used = 0;
 }
 
 static int fake_function_is_ours(const void *f)

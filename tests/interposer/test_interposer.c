@@ -641,6 +641,46 @@ static void test_pool_charged_by_reservation(void **st)
  * uncharged at its free. Both ways give 4 x 64 MiB under 256 MiB. A pool
  * that can be read before the allocation but not after it (its growth
  * unseen: the fake fails the third read) gets that allocation back. */
+/* A context's end (cudaDeviceReset's cuDevicePrimaryCtxReset, the primary
+ * context's last release, cuCtxDestroy of a context of its own): what the
+ * driver freed with it (device, managed memory, arrays) is given back to the
+ * slice, what it kept (the pool's reservation, a cuMemCreate handle) stays
+ * charged, and the application goes on: under a share its launches record
+ * the interposer's events, and the fake driver aborts on an event of an
+ * ended primary context as the real one crashes. Through the exported
+ * symbols and through cuGetProcAddress, and as the CUDA runtime finds the
+ * primary context's reset and release (their first versions, at 7000). */
+static void test_context_end_gives_back(void **st)
+{
+    (void)st;
+    static const char *const hows[] = {"reset", "release", "destroy", "runtime-reset",
+                                       "runtime-release"};
+    use_root("ctx-end");
+    for (size_t h = 0; h < sizeof hows / sizeof hows[0]; h++)
+        for (size_t w = 0; w < 4; w += 2) {
+            struct slice s;
+            mkslice(&s, GiB);
+            set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
+            const char *args[] = {ways[w], "ctx-end", hows[h], "67108864", NULL};
+            const char *out = run(&s, NULL, args);
+            if (strstr(out, "rc=") && (strstr(out, "rc=1") || strstr(out, "rc=2") ||
+                                       strstr(out, "rc=7") || strstr(out, "rc=9")))
+                fail_msg("%s %s: a call failed: %s", hows[h], ways[w], out);
+            long before = field(out, "before used="), after = field(out, "after used="),
+                 again = field(out, "again used=");
+            /* plain, managed, array, the pool's reservation and the handle */
+            if (before < 5 * 64 * (long)MiB)
+                fail_msg("%s %s: %ld bytes charged before the end: %s", hows[h], ways[w], before,
+                         out);
+            if (before - after != 3 * 64 * (long)MiB)
+                fail_msg("%s %s: %ld bytes given back at the end, want the 192 MiB the driver "
+                         "freed: %s",
+                         hows[h], ways[w], before - after, out);
+            assert_int_equal(again - after, 64 * MiB);
+        }
+    use_root(NULL);
+}
+
 static void test_pool_without_attributes_charges_requests(void **st)
 {
     (void)st;
@@ -917,6 +957,13 @@ static void test_shrink_moves_kernels_to_green_context(void **st)
     out = run_shrink(CRIT_IDLE_LONG, NULL); /* critical tenant idle: the whole GPU */
     assert_int_equal(field(out, "launched "), 5);
     assert_int_equal(field(out, "on-green "), 0);
+    /* A reset of its context halfway: the green context's events went with
+     * it (the fake aborts on one, as the driver crashes), so one is made
+     * anew for the launches after it. */
+    const char *args[] = {"direct", "ctx-end", "reset", "67108864", NULL};
+    out = run_next_to_critical_args(GS_YIELD_SHRINK, CRIT_BUSY, NULL, args);
+    assert_non_null(strstr(out, "again rc=0"));
+    assert_int_equal(field(out, "green-made "), 2);
 }
 
 /* After fork, every module starts afresh in the child (interposer.c's one
@@ -1053,6 +1100,16 @@ static void test_prime_from_limits(void **st)
     assert_non_null(strstr(out, "requests 14 primes 0"));
     assert_null(strstr(out, "prime off"));
     assert_true(field(out, "loads ") >= 2); /* tried again in a later gap */
+    /* The context reset halfway (it keeps its handle): the kernel and stream
+     * made for it are gone, so the prime makes them anew and goes on priming
+     * (before, it launched on the stale stream and turned itself off). */
+    const char *reset_args[] = {"direct", "requests", "28", "30", "reset", NULL};
+    out = run(&crit, "GPUSLICE_LOG_LEVEL=info", reset_args);
+    long before = field(out, "before-reset primes ");
+    assert_true(before >= 1);
+    if (field(out, "requests 28 primes ") <= before || field(out, "loads ") != 2 ||
+        strstr(out, "prime off"))
+        fail_msg("the prime after a reset: %s", out);
 }
 
 static void test_shrink_falls_back_without_green_context(void **st)
@@ -1372,6 +1429,7 @@ int main(void)
         cmocka_unit_test(test_prime_from_limits),
         cmocka_unit_test(test_nvml_reports_the_slice),
         cmocka_unit_test(test_pool_charged_by_reservation),
+        cmocka_unit_test(test_context_end_gives_back),
         cmocka_unit_test(test_pool_without_attributes_charges_requests),
         cmocka_unit_test(test_truncated_peer_ledger_is_harmless),
     };

@@ -47,6 +47,52 @@ static void test_millions_of_live_keys(void **st)
     gs_ptrmap_free(&m);
 }
 
+/* The walk a context's end makes: every live key seen once, in every level
+ * (past level 0's 8192 slots), none of those taken before; the callback may
+ * take what it visits. */
+struct walk {
+    struct gs_ptrmap *m;
+    uint64_t seen, sum, taken;
+};
+
+static void visit(uint64_t key, uint64_t val, void *arg)
+{
+    struct walk *w = arg;
+    uint64_t v;
+    w->seen++;
+    w->sum += val;
+    if (val % 2 == 0 && gs_ptrmap_take(w->m, key, &v) == 1 && v == val)
+        w->taken++;
+}
+
+static void test_walk_sees_every_live_key(void **st)
+{
+    (void)st;
+    struct gs_ptrmap m;
+    assert_int_equal(gs_ptrmap_init(&m, 1u << 20), 0);
+    enum { N = 50000 };
+    uint64_t v, sum = 0;
+    for (uint64_t i = 0; i < N; i++)
+        assert_int_equal(gs_ptrmap_put(&m, key_of(i), i), 0);
+    for (uint64_t i = 0; i < N; i += 5) /* taken before the walk: not seen */
+        assert_int_equal(gs_ptrmap_take(&m, key_of(i), &v), 1);
+    uint64_t live = 0, even = 0;
+    for (uint64_t i = 0; i < N; i++)
+        if (i % 5) {
+            live++;
+            even += i % 2 == 0;
+            sum += i;
+        }
+    struct walk w = {.m = &m};
+    gs_ptrmap_each(&m, visit, &w);
+    assert_int_equal(w.seen, live);
+    assert_int_equal(w.sum, sum);
+    for (uint64_t i = 0; i < N; i++) /* the even ones went in the walk, the odd stay */
+        assert_int_equal(gs_ptrmap_get(&m, key_of(i), &v), i % 5 && i % 2);
+    assert_int_equal(w.taken, even);
+    gs_ptrmap_free(&m);
+}
+
 /* A map of 4096 slots refuses past what it holds (the caller then refuses
  * the allocation), keeps every key it took, and takes more once freed. */
 static void test_full_map_refuses(void **st)
@@ -119,6 +165,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_millions_of_live_keys),
         cmocka_unit_test(test_full_map_refuses),
+        cmocka_unit_test(test_walk_sees_every_live_key),
         cmocka_unit_test(test_threads_at_once),
     };
     return cmocka_run_group_tests_name("interposer_ptrmap", tests, NULL, NULL);

@@ -649,6 +649,83 @@ static int exhaust(long max, size_t big)
     return 0;
 }
 
+/* The slice's memory in use as the application sees it (the cap less what
+ * cuMemGetInfo calls free). */
+static unsigned long long slice_used(void)
+{
+    size_t f = 0, t = 0;
+    A.cuMemGetInfo_v2(&f, &t);
+    return (unsigned long long)(t - f);
+}
+
+/* A context's end (how: reset, release, destroy) with sz bytes of each kind
+ * of allocation made in it, and kernels launched there (the interposer's
+ * events, under a share or next to a critical tenant); then the application
+ * goes on in the primary context: launches and allocates again. Prints the
+ * slice's use before and after the end, and every call's rc. */
+static int ctx_end(const char *how, size_t sz)
+{
+    CUcontext made = NULL;
+    if (!strcmp(how, "destroy")) {
+        CUresult (*create)(CUcontext *, unsigned, CUdevice) =
+            (CUresult(*)(CUcontext *, unsigned, CUdevice))dlsym(RTLD_DEFAULT, "cuCtxCreate_v2");
+        if (!create || create(&made, 0, 0) != CUDA_SUCCESS)
+            return 5;
+    }
+    CUdeviceptr plain, managed, pooled;
+    printf("plain rc=%d\n", A.cuMemAlloc_v2(&plain, sz));
+    printf("managed rc=%d\n", A.cuMemAllocManaged(&managed, sz, 1));
+    CUDA_ARRAY_DESCRIPTOR ad = {
+        .Width = sz / 4 / 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUarray array;
+    printf("array rc=%d\n", A.cuArrayCreate_v2(&array, &ad));
+    printf("pooled rc=%d\n", A.cuMemAllocAsync(&pooled, sz, NULL));
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemGenericAllocationHandle h;
+    printf("vmm rc=%d\n", A.cuMemCreate(&h, sz, &prop, 0));
+    for (int i = 0; i < 8; i++)
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+            return 4;
+    printf("before used=%llu\n", slice_used());
+    CUresult rc;
+    if (!strncmp(how, "runtime-", 8)) {
+        /* As the CUDA runtime finds them: cuGetProcAddress at 7000, which
+         * gives the first versions. */
+        CUresult (*pa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
+            (CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))
+                dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2");
+        CUresult (*end)(CUdevice) = NULL;
+        CUdriverProcAddressQueryResult q;
+        const char *name =
+            !strcmp(how + 8, "reset") ? "cuDevicePrimaryCtxReset" : "cuDevicePrimaryCtxRelease";
+        if (!pa || pa(name, (void **)&end, 7000, 0, &q) != CUDA_SUCCESS || !end)
+            return 5;
+        rc = end(0);
+    } else
+        rc = !strcmp(how, "reset")     ? A.cuDevicePrimaryCtxReset_v2(0)
+             : !strcmp(how, "release") ? A.cuDevicePrimaryCtxRelease_v2(0)
+                                       : A.cuCtxDestroy_v2(made);
+    printf("end rc=%d\n", (int)rc);
+    if (strstr(how, "release") && A.cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS)
+        return 3;
+    if (A.cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+        return 3;
+    printf("after used=%llu\n", slice_used());
+    /* Enough for the ring to come round to the events made before the end. */
+    for (int i = 0; i < 64; i++)
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+            return 4;
+    printf("again rc=%d\n", A.cuMemAlloc_v2(&plain, sz));
+    printf("again used=%llu green-made %llu\n", slice_used(),
+           fake_count("gsfake_calls", "cuGreenCtxCreate"));
+    /* What outlived the context is the application's to give back. */
+    if (A.cuMemRelease(h) != CUDA_SUCCESS || A.cuMemFreeAsync(pooled, NULL) != CUDA_SUCCESS)
+        return 6;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -682,6 +759,8 @@ int main(int argc, char **argv)
         return async_cap(parse_sz(argv[3]));
     if (!strcmp(s, "exhaust") && argc > 4)
         return exhaust(strtol(argv[3], NULL, 10), parse_sz(argv[4]));
+    if (!strcmp(s, "ctx-end") && argc > 4)
+        return ctx_end(argv[3], parse_sz(argv[4]));
     if (!strcmp(s, "fork") && argc > 3)
         return forked(parse_sz(argv[3]));
     if (!strcmp(s, "whoami")) {
@@ -715,9 +794,16 @@ int main(int argc, char **argv)
     if (!strcmp(s, "requests") && argc > 4) {
         /* A serving loop: argv[3] requests (a kernel, then a sync), argv[4] ms
          * apart; then how many kernels of a module (the interposer's prime)
-         * the fake driver saw launched. */
+         * the fake driver saw launched. With argv[5] "reset", the primary
+         * context is reset halfway (cudaDeviceReset), the primes so far said. */
         long n = strtol(argv[3], NULL, 10), ms = strtol(argv[4], NULL, 10);
+        int reset = argc > 5 && !strcmp(argv[5], "reset");
         for (long i = 0; i < n; i++) {
+            if (reset && i == n / 2) {
+                printf("before-reset primes %llu\n", fake_count("gsfake_module_launches", NULL));
+                if (A.cuDevicePrimaryCtxReset_v2(0) != 0)
+                    return 4;
+            }
             if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0 ||
                 A.cuCtxSynchronize() != 0)
                 return 4;

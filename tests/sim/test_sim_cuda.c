@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -931,6 +933,34 @@ static CUresult call_cuDevicePrimaryCtxRelease_v2(void)
 {
     return cuDevicePrimaryCtxRelease_v2(0);
 }
+static CUresult call_cuDevicePrimaryCtxReset_v2(void)
+{
+    return cuDevicePrimaryCtxReset_v2(0);
+}
+static CUresult call_cuDevicePrimaryCtxReset(void)
+{
+    return cuDevicePrimaryCtxReset(0);
+}
+static CUresult call_cuDevicePrimaryCtxRelease(void)
+{
+    return cuDevicePrimaryCtxRelease(0);
+}
+static CUresult call_cuDevicePrimaryCtxGetState(void)
+{
+    unsigned flags;
+    return cuDevicePrimaryCtxGetState(0, &flags, &out_int);
+}
+static CUresult call_cuCtxCreate_v2(void)
+{
+    return cuCtxCreate_v2((CUcontext *)&out_ptr, 0, 0);
+}
+static CUresult call_cuCtxDestroy_v2(void)
+{
+    CUcontext c;
+    if (cuCtxCreate_v2(&c, 0, 0) != CUDA_SUCCESS)
+        return CUDA_ERROR_UNKNOWN;
+    return cuCtxDestroy_v2(c);
+}
 static CUresult call_cuCtxSetCurrent(void)
 {
     return cuCtxSetCurrent(ctx0());
@@ -951,12 +981,13 @@ static CUresult call_cuStreamQuery(void)
 {
     return cuStreamQuery(NULL);
 }
-/* One event for the whole run: events are not part of the fake's reset. */
+/* An event of the current context: a new one per call, since a context's
+ * end (the reset and release rows) leaves the ones before it stale. The fake
+ * frees them at its unload. */
 static CUevent event(void)
 {
-    static CUevent e;
-    if (!e)
-        cuEventCreate(&e, 0);
+    CUevent e = NULL;
+    cuEventCreate(&e, 0);
     return e;
 }
 static CUresult call_cuEventCreate(void)
@@ -1143,6 +1174,73 @@ static const struct {
 #undef X
 };
 
+/* A context's end, as measured on the H200: device and managed memory and
+ * arrays made in it are freed, the pool's reservation and cuMemCreate's
+ * handles are not; its events turn stale (CONTEXT_IS_DESTROYED after
+ * cuCtxDestroy; after a primary context's reset the real driver crashes,
+ * and the fake aborts). */
+static void test_context_end(void **st)
+{
+    (void)st;
+    fresh(NULL);
+    with_context(0);
+    const size_t sz = 64 * MIB;
+    CUdeviceptr plain, managed, pooled;
+    CUarray arr;
+    CUDA_ARRAY_DESCRIPTOR ad = {
+        .Width = 4096, .Height = 4096, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUmemGenericAllocationHandle h;
+    CUevent ev;
+    assert_int_equal(cuMemAlloc_v2(&plain, sz), CUDA_SUCCESS);
+    assert_int_equal(cuMemAllocManaged(&managed, sz, 1), CUDA_SUCCESS);
+    assert_int_equal(cuArrayCreate_v2(&arr, &ad), CUDA_SUCCESS);
+    assert_int_equal(cuMemAllocAsync(&pooled, sz, NULL), CUDA_SUCCESS);
+    assert_int_equal(cuMemCreate(&h, sz, prop(), 0), CUDA_SUCCESS);
+    assert_int_equal(cuEventCreate(&ev, 0), CUDA_SUCCESS);
+    unsigned long long before = gsfake_used(0);
+    assert_int_equal(cuDevicePrimaryCtxReset_v2(0), CUDA_SUCCESS);
+    assert_int_equal(before - gsfake_used(0), 3 * sz);               /* plain, managed, the array */
+    assert_int_equal(cuMemFree_v2(plain), CUDA_ERROR_INVALID_VALUE); /* gone */
+    assert_int_equal(cuMemFreeAsync(pooled, NULL), CUDA_SUCCESS);    /* kept */
+    assert_int_equal(cuMemRelease(h), CUDA_SUCCESS);
+    pid_t pid = fork(); /* the stale event: a crash, as on the real driver */
+    if (pid == 0) {
+        cuEventQuery(ev);
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+    int active = 0;
+    unsigned flags;
+    assert_int_equal(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
+    assert_int_equal(active, 1); /* still retained */
+    CUcontext primary, mine;
+    assert_int_equal(cuCtxGetCurrent(&primary), CUDA_SUCCESS);
+    assert_int_equal(cuCtxDestroy_v2(primary), CUDA_ERROR_INVALID_CONTEXT);
+    /* A context of its own: current once made, its memory and events gone at
+     * its destruction. */
+    assert_int_equal(cuCtxCreate_v2(&mine, 0, 0), CUDA_SUCCESS);
+    CUcontext cur;
+    assert_int_equal(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+    assert_ptr_equal(cur, mine);
+    before = gsfake_used(0);
+    assert_int_equal(cuMemAlloc_v2(&plain, sz), CUDA_SUCCESS);
+    assert_int_equal(cuEventCreate(&ev, 0), CUDA_SUCCESS);
+    assert_int_equal(cuCtxDestroy_v2(mine), CUDA_SUCCESS);
+    assert_int_equal(gsfake_used(0), before);
+    assert_int_equal(cuEventQuery(ev), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    assert_int_equal(cuCtxDestroy_v2(mine), CUDA_ERROR_INVALID_CONTEXT);
+    /* The primary context's last release ends it too. */
+    assert_int_equal(cuCtxSetCurrent(primary), CUDA_SUCCESS);
+    assert_int_equal(cuMemAlloc_v2(&plain, sz), CUDA_SUCCESS);
+    before = gsfake_used(0);
+    assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+    assert_int_equal(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
+    assert_int_equal(active, 0);
+    assert_int_equal(before - gsfake_used(0), sz);
+}
+
 /* Modules as the interposer's prime uses them: PTX text in, its entry points
  * out, their launches counted apart from the application's. */
 static void test_modules(void **st)
@@ -1290,6 +1388,7 @@ int main(void)
         cmocka_unit_test(test_resolver_versions_and_flags),
         cmocka_unit_test(test_export_table_unsupported),
         cmocka_unit_test(test_modules),
+        cmocka_unit_test(test_context_end),
         cmocka_unit_test(test_inject_every_entry_point),
         cmocka_unit_test(test_inject_nth_call),
         cmocka_unit_test(test_malformed_config_reported),
