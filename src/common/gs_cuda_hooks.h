@@ -183,6 +183,8 @@
     X(cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev), (pool_out, dev), HELPER) \
     X(cuMemPoolGetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value),      \
       HELPER)                                                                                      \
+    X(cuDeviceGetGraphMemAttribute, (CUdevice device, CUgraphMem_attribute attr, void *value),     \
+      (device, attr, value), HELPER)                                                               \
     X(cuGetErrorString, (CUresult error, const char **pStr), (error, pStr), HELPER)                \
     GS_CU_GREEN_HELPERS(X)                                                                         \
     GS_CU_PRIME_HELPERS(X)
@@ -209,7 +211,9 @@
     X(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),                   \
       (hStream, hEvent, Flags), HELPER)                                                            \
     X(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus * captureStatus),              \
-      (hStream, captureStatus), HELPER)
+      (hStream, captureStatus), HELPER)                                                            \
+    X(cuStreamDestroy_v2, (CUstream hStream), (hStream), HELPER)                                   \
+    X(cuGreenCtxDestroy, (CUgreenCtx hCtx), (hCtx), HELPER)
 
 /* What the prime needs: a tiny kernel of our own (from PTX text) on a stream
  * of our own, launched from a thread of our own that no stream capture of the

@@ -28,7 +28,7 @@
 #include "interposer/interposer.h"
 #include "interposer/launch.h"
 
-enum { TAGS = 255 };
+enum { TAGS = GS_CTX_TAGS };
 
 static struct {
     pthread_mutex_t lock;
@@ -79,6 +79,8 @@ unsigned gs_ctx_tag(void)
 
 /* The primary context of dev, if it is active (retaining an active one and
  * releasing it again changes nothing); NULL otherwise. */
+typedef CUresult (*primary_fn)(CUdevice);
+
 static CUcontext primary_of(CUdevice dev)
 {
     const struct gs_real *r = &gs_g.real;
@@ -103,21 +105,32 @@ static int primary_active(CUdevice dev)
     return active;
 }
 
-/* ctx has ended, by `how`; `freed`: its entry goes (a destroyed context's
- * handle may come back for a new one), where a primary context keeps its
- * handle and its tag. */
+/* ctx is about to end (or may: a release that may be the last): the
+ * interposer's own objects made in it are destroyed while it lives, or
+ * forgotten (the prime's, whose thread is held meanwhile: fire_lock). */
+static void ending(CUcontext ctx)
+{
+    gs_ring_ctx_ending(ctx);
+    gs_green_ctx_ending(ctx);
+    gs_prime_ctx_gone(ctx);
+    gs_launch_ctx_gone(ctx);
+}
+
+/* ctx has ended, by `how`: what the driver freed with it is given back.
+ * `freed`: its entry goes (a destroyed context's handle may come back for a
+ * new one), where a primary context keeps its handle and its tag. */
 static void ended(CUcontext ctx, const char *how, int freed, int quiet)
 {
-    gs_ring_ctx_gone(ctx);
-    gs_green_ctx_gone(ctx);
-    gs_launch_ctx_gone(ctx);
     unsigned t = find(ctx);
     if (!t)
         return;
     uint64_t bytes = 0;
     unsigned long n = gs_mem_ctx_gone(t, &bytes);
-    if (freed)
+    if (freed) {
+        pthread_mutex_lock(&tags.lock);
         atomic_store_explicit(&tags.ctx[t - 1], NULL, memory_order_relaxed);
+        pthread_mutex_unlock(&tags.lock);
+    }
     if (!n)
         return;
     char b[32];
@@ -137,60 +150,68 @@ static void ended(CUcontext ctx, const char *how, int freed, int quiet)
 GS_API CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
     gs_ensure_init();
-    if (!gs_g.enforce)
+    if (!gs_g.enforce || !ctx)
         return CALL_REAL(cuCtxDestroy_v2, (ctx));
     gs_prime_hold();
+    ending(ctx);
     CUresult rc = CALL_REAL(cuCtxDestroy_v2, (ctx));
-    if (rc == CUDA_SUCCESS) {
-        gs_prime_ctx_gone(ctx);
+    if (rc == CUDA_SUCCESS)
         ended(ctx, "cuCtxDestroy", 1, 0);
-    }
     gs_prime_unhold();
     return rc;
 }
 
-typedef CUresult (*primary_fn)(CUdevice);
-
 /* A primary context's reset, or (release) a release of it, which ends it
  * only when it was the last: most often at the process's exit, so said at
- * debug level. */
-static CUresult primary_end(primary_fn real, CUdevice dev, int release)
+ * debug level. `which` is the entry point's slot in gs_g.real, read once the
+ * interposer is initialised (this may be the first call it sees). */
+static CUresult primary_end(enum gs_hook_id which, CUdevice dev, int release)
 {
     gs_ensure_init();
+    primary_fn real = (primary_fn)((void **)&gs_g.real)[which];
     if (!real)
         return CUDA_ERROR_NOT_SUPPORTED;
     if (!gs_g.enforce)
         return real(dev);
     gs_prime_hold();
     CUcontext ctx = primary_of(dev); /* inactive: nothing was made in it */
+    if (ctx)
+        ending(ctx);
     CUresult rc = real(dev);
-    if (rc == CUDA_SUCCESS && ctx && (!release || !primary_active(dev))) {
-        gs_prime_ctx_gone(ctx);
+    if (rc == CUDA_SUCCESS && ctx && (!release || !primary_active(dev)))
         ended(ctx,
               release ? "the last cuDevicePrimaryCtxRelease"
                       : "cuDevicePrimaryCtxReset (cudaDeviceReset)",
               0, release);
-    }
     gs_prime_unhold();
     return rc;
 }
 
 GS_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
-    return primary_end(gs_g.real.cuDevicePrimaryCtxReset_v2, dev, 0);
+    return primary_end(GS_HOOK_cuDevicePrimaryCtxReset_v2, dev, 0);
 }
 
 GS_API CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 {
-    return primary_end(gs_g.real.cuDevicePrimaryCtxReset, dev, 0);
+    return primary_end(GS_HOOK_cuDevicePrimaryCtxReset, dev, 0);
 }
 
 GS_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    return primary_end(gs_g.real.cuDevicePrimaryCtxRelease_v2, dev, 1);
+    return primary_end(GS_HOOK_cuDevicePrimaryCtxRelease_v2, dev, 1);
 }
 
 GS_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
-    return primary_end(gs_g.real.cuDevicePrimaryCtxRelease, dev, 1);
+    return primary_end(GS_HOOK_cuDevicePrimaryCtxRelease, dev, 1);
+}
+
+void gs_ctx_after_fork(void)
+{
+    /* The parent's contexts are not the child's. */
+    pthread_mutex_init(&tags.lock, NULL);
+    for (int i = 0; i < TAGS; i++)
+        atomic_store(&tags.ctx[i], NULL);
+    atomic_store(&tags.n, 0);
 }

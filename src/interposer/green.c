@@ -21,6 +21,7 @@ static struct {
     pthread_mutex_t lock;
     _Atomic int state; /* 0 not made yet, 1 ready, -1 unavailable (then: bound) */
     CUdevice dev;      /* set before state turns 1 */
+    CUgreenCtx g;
     CUstream stream;
     CUevent in, out; /* made in made_in, the application's context then */
     CUcontext made_in;
@@ -35,7 +36,6 @@ static int make(CUdevice dev)
     CUdevResource all, part;
     unsigned n = 1;
     CUdevResourceDesc desc;
-    CUgreenCtx g;
     if (!r->cuDeviceGetDevResource || !r->cuDevSmResourceSplitByCount ||
         !r->cuDevResourceGenerateDesc || !r->cuGreenCtxCreate || !r->cuGreenCtxStreamCreate ||
         !r->cuStreamWaitEvent || !r->cuStreamIsCapturing || !r->cuEventCreate)
@@ -57,10 +57,11 @@ static int make(CUdevice dev)
     if ((rc = r->cuDevResourceGenerateDesc(&desc, &part, 1)) != CUDA_SUCCESS)
         goto fail;
     step = "cuGreenCtxCreate";
-    if ((rc = r->cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM)) != CUDA_SUCCESS)
+    if ((rc = r->cuGreenCtxCreate(&green.g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM)) !=
+        CUDA_SUCCESS)
         goto fail;
     step = "cuGreenCtxStreamCreate";
-    if ((rc = r->cuGreenCtxStreamCreate(&green.stream, g, CU_STREAM_NON_BLOCKING_FLAG, 0)) !=
+    if ((rc = r->cuGreenCtxStreamCreate(&green.stream, green.g, CU_STREAM_NON_BLOCKING_FLAG, 0)) !=
         CUDA_SUCCESS)
         goto fail;
     step = "cuEventCreate";
@@ -136,14 +137,21 @@ void gs_green_refused(CUresult green_rc)
                 (int)green_rc);
 }
 
-void gs_green_ctx_gone(CUcontext ctx)
+void gs_green_ctx_ending(CUcontext ctx)
 {
+    const struct gs_real *r = &gs_g.real;
     pthread_mutex_lock(&green.lock);
     if (atomic_load(&green.state) > 0 && green.made_in == ctx) {
-        /* Its events went with the context; the green context itself (of
-         * the device, not of ctx) is left to the driver, and one is made
-         * anew at the next need. */
         atomic_store(&green.state, 0);
+        if (r->cuEventDestroy_v2) {
+            r->cuEventDestroy_v2(green.in);
+            r->cuEventDestroy_v2(green.out);
+        }
+        if (r->cuStreamDestroy_v2)
+            r->cuStreamDestroy_v2(green.stream);
+        if (r->cuGreenCtxDestroy)
+            r->cuGreenCtxDestroy(green.g);
+        green.g = NULL;
         green.stream = NULL;
         green.in = green.out = NULL;
         green.made_in = NULL;
@@ -158,6 +166,7 @@ void gs_green_after_fork(void)
     pthread_mutex_init(&green.lock, NULL);
     atomic_store(&green.state, 0);
     green.dev = 0;
+    green.g = NULL;
     green.stream = NULL;
     green.in = green.out = NULL;
     green.made_in = NULL;

@@ -247,6 +247,7 @@ static void at_fork_child(void)
     gs_green_after_fork();
     gs_prime_after_fork();
     gs_power_after_fork();
+    gs_ctx_after_fork();
 }
 
 /* How many slots a tracking table may grow to: `slots`, or fewer where the

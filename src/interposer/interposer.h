@@ -122,15 +122,20 @@ void gs_prime_idle(uint64_t now);
 uint64_t gs_mem_pools_refresh(void);
 
 /* CUDA contexts (context.c). The tag of the context current on the calling
- * thread (1-255; 0 when none is, or more than 255 were seen at once): the
+ * thread (1 to GS_CTX_TAGS; 0 when none is, or more were seen at once): the
  * memory tables keep it beside what the driver frees with the context. */
+enum { GS_CTX_TAGS = 254 };
 unsigned gs_ctx_tag(void);
+/* A CUDA graph was launched: its memory (memory-allocation nodes) is read
+ * at the next refresh of the pools (memory.c). */
+void gs_mem_graph_launched(void);
 /* At a context's end: gives back every charge tagged with its tag (memory.c);
  * how many, and their bytes in *bytes. */
 unsigned long gs_mem_ctx_gone(unsigned tag, uint64_t *bytes);
 /* The prime's thread launches in the application's context: a context's end
  * waits for its launch under way (hold), and the prime forgets its kernel
- * and stream there once it has ended (ctx_gone, between hold and unhold). */
+ * and stream made there (ctx_gone, between hold and unhold, before the
+ * driver's call). */
 void gs_prime_hold(void);
 void gs_prime_ctx_gone(CUcontext ctx);
 void gs_prime_unhold(void);
@@ -145,5 +150,6 @@ void gs_ring_after_fork(void);   /* ring.c */
 void gs_green_after_fork(void);  /* green.c */
 void gs_prime_after_fork(void);  /* prime.c */
 void gs_power_after_fork(void);  /* power.c */
+void gs_ctx_after_fork(void);    /* context.c */
 
 #endif

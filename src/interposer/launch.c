@@ -25,7 +25,11 @@
  *                pair of event calls; never across a launch.
  *   pr.lock, start_lock (prime.c) the prime's learnt gaps; starting its thread.
  *   pw.lock      (power.c) NVML, while one thread samples the GPU's clock.
- * None of them is taken while another is held: there is no order to keep.
+ *   fire_lock    (prime.c) the prime thread's launch; and a context's end
+ *                (context.c), across the driver's call and the clean-up,
+ *                which takes ring.lock, green.lock, ctx_synced.lock and
+ *                tags.lock (context.c), one at a time, under it.
+ * Apart from fire_lock, none of them is taken while another is held.
  * Fields the hot path reads without a lock are atomics (cc.until,
  * cc.last_demand, cc.depth, cc.shrink_now, gs_peers_critical, ring.n, ...).
  * After fork, the child's handler (interposer.c: at_fork_child) resets every
@@ -570,6 +574,16 @@ static inline int green_enter(CUstream s)
 #define RETARGET_PARAM(g) (hStream = (g))
 #define RETARGET_CONFIG(g) (shadow = *config, shadow.hStream = (g), config = &shadow)
 
+/* A graph's launch backs its memory-allocation nodes (memory.c). */
+#define IS_GRAPH_cuLaunchKernel 0
+#define IS_GRAPH_cuLaunchKernel_ptsz 0
+#define IS_GRAPH_cuLaunchKernelEx 0
+#define IS_GRAPH_cuLaunchKernelEx_ptsz 0
+#define IS_GRAPH_cuLaunchCooperativeKernel 0
+#define IS_GRAPH_cuLaunchCooperativeKernel_ptsz 0
+#define IS_GRAPH_cuGraphLaunch 1
+#define IS_GRAPH_cuGraphLaunch_ptsz 1
+
 #define LAUNCH_HOOK(name, params, args, kind, stream_in, green, null)        \
     GS_API CUresult name params                                              \
     {                                                                        \
@@ -596,8 +610,11 @@ static inline int green_enter(CUstream s)
                     gs_green_refused(green_rc);                              \
             }                                                                \
         }                                                                    \
-        if (rc == CUDA_SUCCESS)                                              \
+        if (rc == CUDA_SUCCESS) {                                            \
+            if (IS_GRAPH_##name)                                             \
+                gs_mem_graph_launched();                                     \
             cc_after(stream);                                                \
+        }                                                                    \
         return rc;                                                           \
     }
 GS_CU_LAUNCH_HOOKS(LAUNCH_HOOK)

@@ -53,9 +53,10 @@ void gs_ring_pace(uint64_t gpu_ns, uint64_t launches);
 typedef void gs_ring_seen_fn(uint64_t start, uint64_t end);
 /* Returns 1 when it had to wait for a kernel of ours to finish. */
 int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen);
-/* ctx has ended: the driver freed the events made in it, so the ring forgets
- * them (never touches them again) and starts empty. */
-void gs_ring_ctx_gone(CUcontext ctx);
+/* ctx is about to end (context.c, before the driver's call): the ring's
+ * events made in it are destroyed now, while it lives, and the ring starts
+ * empty; it makes new ones as it needs them. */
+void gs_ring_ctx_ending(CUcontext ctx);
 
 /* ---- launch.c, for context.c ------------------------------------------- */
 
@@ -81,8 +82,9 @@ void gs_green_leave(CUstream s, CUresult rc);
 /* The green stream refused a launch that the tenant's own stream took: no
  * more green context for this process (yield = bound from now on). */
 void gs_green_refused(CUresult green_rc);
-/* ctx has ended: the events made in it are gone; a green context made while
- * it was current is made anew at the next need. */
-void gs_green_ctx_gone(CUcontext ctx);
+/* ctx is about to end: the green context made while it was current, its
+ * stream and its two events are destroyed now, while ctx lives; one is made
+ * anew at the next need. */
+void gs_green_ctx_ending(CUcontext ctx);
 
 #endif

@@ -36,6 +36,10 @@ static uint64_t charge_size(uint64_t bytes)
  * tag of the context it was made in (context.c; 0: none known), in the top
  * byte: a charge of 2^56 bytes (64 PiB) no GPU has, nor a cap lets pass. */
 #define TAG_SHIFT 56
+/* Not a context's: an allocation captured into a CUDA graph (graph memory,
+ * which the graph's launches back; see graph_settle). */
+#define TAG_GRAPH 255u
+_Static_assert(GS_CTX_TAGS < TAG_GRAPH, "context tags stay below TAG_GRAPH");
 static inline uint64_t tagged(uint64_t bytes, unsigned tag)
 {
     return bytes | (uint64_t)tag << TAG_SHIFT;
@@ -211,6 +215,12 @@ static void refused(int slot, uint64_t asked, const char *what)
             gs_g.limits.slice_id, what, a, c, u, gs_ledger_procs(gs_g.ledger));
 }
 
+/* Set on the calling thread while an allocation captured into a graph is
+ * charged: then nothing that is not capture-safe is asked of the driver
+ * (in the global capture mode, what PyTorch uses, any such call from any
+ * thread invalidates the capture). */
+static __thread int in_capture;
+
 /* A charge that passed: our own count follows the slot's. */
 static int charged(uint64_t bytes)
 {
@@ -232,8 +242,10 @@ int gs_mem_charge(uint64_t bytes, const char *what)
         return charged(bytes);
     /* Over the cap: first make sure no dead process's bytes are in the way
      * (a SIGKILLed tenant's memory is free on the GPU already). */
-    /* Pools may have given memory back since we last looked. */
-    if (gs_mem_pools_refresh() > 0 && gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
+    /* Pools may have given memory back since we last looked (not while a
+     * capture is under way: reading a pool would invalidate it). */
+    if (!in_capture && gs_mem_pools_refresh() > 0 &&
+        gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
         return charged(bytes);
     int reaped = reap_others(s);
     if (reaped > 0) {
@@ -279,6 +291,31 @@ static CUresult table_full(int table, const char *what, uint64_t bytes)
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* Memory the driver holds for us already (a CUDA graph's, at its launch):
+ * counted whatever the cap says, since refusing it would not free it. Over
+ * the cap, later allocations are refused until it is given back; said once. */
+static void charge_held(uint64_t bytes, const char *what)
+{
+    int s = gs_slot();
+    if (s < 0 || !bytes)
+        return;
+    if (gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) != 0) {
+        gs_ledger_charge(gs_g.ledger, s, bytes, UINT64_MAX);
+        static _Atomic int said;
+        if (!atomic_exchange(&said, 1)) {
+            char c[32], u[32];
+            gs_quantity_format_bytes(gs_g.cap, c, sizeof c);
+            gs_quantity_format_bytes(gs_ledger_used(gs_g.ledger), u, sizeof u);
+            GS_LOGW("%s: the driver holds memory for this process's CUDA graphs beyond what was "
+                    "charged for them; counted, the slice '%s' (%s) now has %s in use, over its "
+                    "cap: allocations are refused until the graphs give it back "
+                    "(cuDeviceGraphMemTrim, or destroying them; said once)",
+                    what, gs_g.limits.slice_id, c, u);
+        }
+    }
+    atomic_fetch_add(&gs_g.charged, bytes);
+}
+
 void gs_mem_uncharge(uint64_t bytes)
 {
     int s = atomic_load_explicit(&gs_g.slot, memory_order_acquire);
@@ -288,6 +325,8 @@ void gs_mem_uncharge(uint64_t bytes)
     }
 }
 
+static void graph_after_fork(void);
+
 void gs_mem_after_fork(void)
 {
     /* The child owns none of the parent's device memory and must not write
@@ -296,6 +335,7 @@ void gs_mem_after_fork(void)
     atomic_store(&gs_g.charged, 0);
     atomic_store(&gs_g.oom_logged, 0);
     atomic_store(&gs_g.table_logged, 0);
+    graph_after_fork();
     if (!gs_g.enforce)
         return;
     struct gs_ptrmap *maps[] = {&gs_g.allocs, &gs_g.vmm, &gs_g.maps, &gs_g.arrays, &gs_g.host};
@@ -319,6 +359,7 @@ struct alloc_args {
     CUstream stream;
     CUmemoryPool pool;
     int which;
+    int captured; /* its stream is being captured into a graph */
 };
 
 enum { A_PLAIN, A_MANAGED, A_ASYNC, A_ASYNC_PTSZ, A_POOL, A_POOL_PTSZ };
@@ -349,10 +390,94 @@ static void undo_alloc(const struct alloc_args *a)
     }
 }
 
+/* CUDA graphs' memory. A stream-ordered allocation made while its stream
+ * is captured into a graph becomes a memory-allocation node: the driver backs
+ * it from the device's graph memory pool when the graph is launched, and
+ * keeps what it reserved there until trimmed (cuDeviceGraphMemTrim) or the
+ * graphs go, however the graph's own frees reuse it (measured on the H200,
+ * docs/interposer.md). Such an allocation is charged by request at its
+ * capture (the pool's attributes cannot be read while capturing), tagged
+ * TAG_GRAPH, and counted in `captured` until freed. After graphs have been
+ * launched, each refresh (at synchronisations, and before a refusal) reads
+ * the pool's reservation and charges whatever of it those requests do not
+ * cover (`extra`): the memory of allocations a graph frees itself. One
+ * device's graph memory is followed, the first one seen. */
+static struct {
+    _Atomic uint64_t captured; /* by-request charges of captured allocations still live */
+    _Atomic uint64_t extra;    /* charged for the reservation beyond them */
+    _Atomic int launched;      /* a graph was launched: the reservation is worth reading */
+    _Atomic int dev;           /* the device followed, -1 until the first read */
+} graph = {.dev = -1};
+
+/* Whether s is being captured into a graph (a _ptsz NULL stream: the
+ * thread's own; the legacy stream is never captured). */
+static int capturing(CUstream s, int ptsz)
+{
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!REAL(cuStreamIsCapturing))
+        return 0;
+    if (!s && ptsz)
+        s = CU_STREAM_PER_THREAD;
+    return gs_g.real.cuStreamIsCapturing(s, &cs) == CUDA_SUCCESS &&
+           cs != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static void graph_after_fork(void)
+{
+    atomic_store(&graph.captured, 0);
+    atomic_store(&graph.extra, 0);
+    atomic_store(&graph.launched, 0);
+    atomic_store(&graph.dev, -1);
+}
+
+void gs_mem_graph_launched(void)
+{
+    if (GS_UNLIKELY(!atomic_load_explicit(&graph.launched, memory_order_relaxed)))
+        atomic_store(&graph.launched, 1);
+}
+
+/* Brings `extra` to the reservation less the captured requests' charges. */
+static void graph_settle(uint64_t *released)
+{
+    CUdevice dev;
+    cuuint64_t r = 0;
+    if (!atomic_load_explicit(&graph.launched, memory_order_relaxed) ||
+        !REAL(cuDeviceGetGraphMemAttribute) || !REAL(cuCtxGetDevice) ||
+        gs_g.real.cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
+        gs_g.real.cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &r) !=
+            CUDA_SUCCESS)
+        return;
+    int followed = -1;
+    if (!atomic_compare_exchange_strong(&graph.dev, &followed, (int)dev) && followed != (int)dev)
+        return;
+    uint64_t c = atomic_load(&graph.captured), want = r > c ? r - c : 0;
+    for (;;) {
+        uint64_t old = atomic_load(&graph.extra);
+        if (want == old)
+            return;
+        if (!atomic_compare_exchange_strong(&graph.extra, &old, want))
+            continue;
+        if (want > old) {
+            charge_held(want - old, "CUDA graphs' memory");
+        } else {
+            gs_mem_uncharge(old - want);
+            if (released)
+                *released += old - want;
+        }
+        GS_LOGD("CUDA graphs' memory: %llu MiB reserved by the driver, %llu MiB of it charged "
+                "beyond their allocations' requests",
+                (unsigned long long)(r >> 20), (unsigned long long)(want >> 20));
+        return;
+    }
+}
+
 static CUresult charged_alloc(const struct alloc_args *a, const char *what)
 {
     uint64_t c = charge_size(a->bytes);
-    if (gs_mem_charge(c, what) < 0)
+    in_capture = a->captured;
+    int refused = gs_mem_charge(c, what) < 0;
+    in_capture = 0;
+    if (refused)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = do_alloc(a);
     if (rc != CUDA_SUCCESS || !a->dptr) {
@@ -361,12 +486,17 @@ static CUresult charged_alloc(const struct alloc_args *a, const char *what)
     }
     gs_note_use();
     /* Stream-ordered allocations charged by request are the pool's memory,
-     * which outlives the context. */
-    unsigned tag = a->which == A_PLAIN || a->which == A_MANAGED ? gs_ctx_tag() : 0;
+     * which outlives the context; or, made while their stream is captured,
+     * graph memory. */
+    unsigned tag = a->which == A_PLAIN || a->which == A_MANAGED ? gs_ctx_tag()
+                   : a->captured                                ? TAG_GRAPH
+                                                                : 0;
     if (gs_ptrmap_put(&gs_g.allocs, *a->dptr, tagged(c, tag)) < 0) {
         undo_alloc(a);
         return table_full(T_ALLOCS, what, c);
     }
+    if (tag == TAG_GRAPH)
+        atomic_fetch_add(&graph.captured, c);
     return rc;
 }
 
@@ -470,6 +600,7 @@ uint64_t gs_mem_pools_refresh(void)
         if (p)
             pool_settle_r((CUmemoryPool)(uintptr_t)p, 0, "pool", &released);
     }
+    graph_settle(&released);
     return released;
 }
 
@@ -554,13 +685,15 @@ static CUmemoryPool current_pool(void)
     {                                                                                      \
         if (!ENFORCING())                                                                  \
             return CALL_REAL(name, (dptr, bytesize, hStream));                             \
-        CUmemoryPool pool = current_pool();                                                \
+        struct alloc_args a = {.dptr = dptr,                                               \
+                               .bytes = bytesize,                                          \
+                               .stream = hStream,                                          \
+                               .which = which_,                                            \
+                               .captured = capturing(hStream, which_ == A_ASYNC_PTSZ)};    \
+        CUmemoryPool pool = a.captured ? NULL : current_pool();                            \
         uint64_t need;                                                                     \
-        if (!pool || pool_need(pool, charge_size(bytesize), &need, #name) < 0) {           \
-            struct alloc_args a = {                                                        \
-                .dptr = dptr, .bytes = bytesize, .stream = hStream, .which = which_};      \
+        if (!pool || pool_need(pool, charge_size(bytesize), &need, #name) < 0)             \
             return charged_alloc(&a, #name);                                               \
-        }                                                                                  \
         if (!fits(need, bytesize, #name))                                                  \
             return CUDA_ERROR_OUT_OF_MEMORY;                                               \
         return pool_alloc(CALL_REAL(name, (dptr, bytesize, hStream)), pool, dptr, hStream, \
@@ -574,15 +707,15 @@ ASYNC_ALLOC(cuMemAllocAsync_ptsz, A_ASYNC_PTSZ, cuMemFreeAsync_ptsz)
     {                                                                                             \
         if (!ENFORCING() || !pool)                                                                \
             return CALL_REAL(name, (dptr, bytesize, pool, hStream));                              \
+        struct alloc_args a = {.dptr = dptr,                                                      \
+                               .bytes = bytesize,                                                 \
+                               .stream = hStream,                                                 \
+                               .pool = pool,                                                      \
+                               .which = which_,                                                   \
+                               .captured = capturing(hStream, which_ == A_POOL_PTSZ)};            \
         uint64_t need;                                                                            \
-        if (pool_need(pool, charge_size(bytesize), &need, #name) < 0) {                           \
-            struct alloc_args a = {.dptr = dptr,                                                  \
-                                   .bytes = bytesize,                                             \
-                                   .stream = hStream,                                             \
-                                   .pool = pool,                                                  \
-                                   .which = which_};                                              \
+        if (a.captured || pool_need(pool, charge_size(bytesize), &need, #name) < 0)               \
             return charged_alloc(&a, #name);                                                      \
-        }                                                                                         \
         if (!fits(need, bytesize, #name))                                                         \
             return CUDA_ERROR_OUT_OF_MEMORY;                                                      \
         return pool_alloc(CALL_REAL(name, (dptr, bytesize, pool, hStream)), pool, dptr, hStream,  \
@@ -637,8 +770,11 @@ GS_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
 static void uncharge_ptr(CUdeviceptr p)
 {
     uint64_t c;
-    if (gs_ptrmap_take(&gs_g.allocs, p, &c))
+    if (gs_ptrmap_take(&gs_g.allocs, p, &c)) {
+        if ((unsigned)(c >> TAG_SHIFT) == TAG_GRAPH)
+            atomic_fetch_sub(&graph.captured, bytes_of(c));
         gs_mem_uncharge(bytes_of(c));
+    }
 }
 
 GS_API CUresult cuMemFree_v2(CUdeviceptr dptr)
@@ -999,31 +1135,31 @@ GS_API CUresult cuMemHostUnregister(void *p)
 /* ---- a context's end ------------------------------------------------------ */
 
 struct ctx_gone {
-    struct gs_ptrmap *map;
     unsigned tag;
     unsigned long n;
     uint64_t bytes;
 };
 
-static void drop_if_tagged(uint64_t key, uint64_t val, void *arg)
+static int tagged_with(uint64_t val, void *arg)
+{
+    return (unsigned)(val >> TAG_SHIFT) == ((struct ctx_gone *)arg)->tag;
+}
+
+static void give_back(uint64_t val, void *arg)
 {
     struct ctx_gone *g = arg;
-    uint64_t v;
-    if ((unsigned)(val >> TAG_SHIFT) == g->tag && gs_ptrmap_take(g->map, key, &v)) {
-        gs_mem_uncharge(bytes_of(v));
-        g->n++;
-        g->bytes += bytes_of(v);
-    }
+    gs_mem_uncharge(bytes_of(val));
+    g->n++;
+    g->bytes += bytes_of(val);
 }
 
 unsigned long gs_mem_ctx_gone(unsigned tag, uint64_t *bytes)
 {
     struct gs_ptrmap *maps[] = {&gs_g.allocs, &gs_g.arrays, &gs_g.host};
     struct ctx_gone g = {.tag = tag};
-    for (size_t i = 0; tag && gs_g.enforce && i < sizeof maps / sizeof maps[0]; i++) {
-        g.map = maps[i];
-        gs_ptrmap_each(maps[i], drop_if_tagged, &g);
-    }
+    /* Every slot of every level mapped: a rare walk, at a context's end. */
+    for (size_t i = 0; tag && gs_g.enforce && i < sizeof maps / sizeof maps[0]; i++)
+        gs_ptrmap_take_if(maps[i], tagged_with, give_back, &g);
     *bytes = g.bytes;
     return g.n;
 }

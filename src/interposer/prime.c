@@ -250,9 +250,10 @@ void gs_prime_hold(void)
 
 void gs_prime_ctx_gone(CUcontext ctx)
 {
-    /* A primary context keeps its handle across its reset: the kernel and
-     * stream made for it are gone all the same (and using them would crash
-     * the driver). The next request's sync names the context anew. */
+    /* Called as ctx is about to end. A primary context keeps its handle
+     * across its reset: the kernel and stream made for it go all the same
+     * (and using them would crash the driver), so the prime makes them anew.
+     * The next request's sync names the context again. */
     if (pr.made_for == ctx)
         pr.made_for = NULL;
     CUcontext c = ctx;

@@ -4,6 +4,7 @@
 
 #define EMPTY 0u
 #define GONE 1u
+#define BUSY 2u                 /* claimed by a put that has not written its value yet */
 #define FIRST_SLOTS (1u << 13)  /* level 0: 128 KiB, stays in L2 */
 #define SECOND_SLOTS (1u << 16) /* level 1; each later one four times the one before */
 #define MIN_SLOTS 64u
@@ -87,13 +88,14 @@ static int level_put(struct gs_ptrmap_entry *t, size_t mask, uint64_t key, uint6
         uint64_t cur = atomic_load_explicit(&e->key, memory_order_acquire);
         if (cur != EMPTY && cur != GONE)
             continue;
-        /* Key first, then value: nobody looks this key up before put returns
-         * (the application cannot free an address it has not been given),
-         * and writing the value first would let a racing inserter that loses
-         * the slot overwrite the winner's value. */
-        if (atomic_compare_exchange_strong_explicit(&e->key, &cur, key, memory_order_acq_rel,
-                                                    memory_order_relaxed)) {
-            atomic_store_explicit(&e->val, val, memory_order_release);
+        /* The slot is claimed first (BUSY), then the value written, then the
+         * key published: a racing inserter that loses the slot cannot
+         * overwrite the winner's value, and a reader that sees the key sees
+         * its value (gs_ptrmap_take_if reads a slot's key and value together). */
+        if (atomic_compare_exchange_strong_explicit(&e->key, &cur, (uint64_t)BUSY,
+                                                    memory_order_acq_rel, memory_order_relaxed)) {
+            atomic_store_explicit(&e->val, val, memory_order_relaxed);
+            atomic_store_explicit(&e->key, key, memory_order_release);
             return 0;
         }
     }
@@ -176,17 +178,28 @@ int gs_ptrmap_take(struct gs_ptrmap *m, uint64_t key, uint64_t *val)
     return find(m, key, 1, val);
 }
 
-void gs_ptrmap_each(struct gs_ptrmap *m, void (*fn)(uint64_t key, uint64_t val, void *arg),
-                    void *arg)
+size_t gs_ptrmap_take_if(struct gs_ptrmap *m, int (*pred)(uint64_t val, void *arg),
+                         void (*taken)(uint64_t val, void *arg), void *arg)
 {
+    size_t n = 0;
     for (int i = 0; i < m->nlevels; i++) {
         struct gs_ptrmap_entry *t = atomic_load_explicit(&m->level[i], memory_order_acquire);
         if (!t)
-            return; /* levels are made in order */
+            break; /* levels are made in order */
         for (size_t j = 0; j < m->slots[i]; j++) {
             uint64_t k = atomic_load_explicit(&t[j].key, memory_order_acquire);
-            if (k != EMPTY && k != GONE)
-                fn(k, atomic_load_explicit(&t[j].val, memory_order_acquire), arg);
+            if (k == EMPTY || k == GONE || k == BUSY)
+                continue;
+            uint64_t v = atomic_load_explicit(&t[j].val, memory_order_acquire);
+            /* This slot, not the first of this key's (a key freed and handed
+             * out again may stand twice while the walk runs). */
+            if (!pred(v, arg) || !atomic_compare_exchange_strong(&t[j].key, &k, (uint64_t)GONE))
+                continue;
+            if (atomic_load_explicit(&m->full[i], memory_order_relaxed))
+                atomic_store_explicit(&m->full[i], 0, memory_order_relaxed);
+            taken(v, arg);
+            n++;
         }
     }
+    return n;
 }

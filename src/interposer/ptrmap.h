@@ -21,8 +21,8 @@
  * below the slots mapped.
  *
  * Keys and values sit side by side, so one probe touches one cache line.
- * Keys 0 and 1 are reserved (empty, removed); driver pointers and handles
- * are never 0 or 1. Each key is inserted at most once while live, which is
+ * Keys 0, 1 and 2 are reserved (empty, removed, being written); driver
+ * pointers and handles are never 0, 1 or 2. Each key is inserted at most once while live, which is
  * what the driver guarantees for the addresses and handles it hands out. */
 #ifndef GS_PTRMAP_H
 #define GS_PTRMAP_H
@@ -57,11 +57,15 @@ int gs_ptrmap_put(struct gs_ptrmap *m, uint64_t key, uint64_t val);
 int gs_ptrmap_get(struct gs_ptrmap *m, uint64_t key, uint64_t *val);
 /* Removes key; 1 and *val when it was there, 0 when not. */
 int gs_ptrmap_take(struct gs_ptrmap *m, uint64_t key, uint64_t *val);
-/* Calls fn for every key live when its slot is read (all levels, in slot
- * order; keys put or taken meanwhile may or may not be seen), with arg. fn
- * may take the key. For the rare walk (a CUDA context's end), not the hot
- * path: it reads every slot of every level mapped. */
-void gs_ptrmap_each(struct gs_ptrmap *m, void (*fn)(uint64_t key, uint64_t val, void *arg),
-                    void *arg);
+/* Takes every entry whose value pred accepts, as the walk finds them (all
+ * levels, in slot order; entries put or taken meanwhile may or may not be
+ * seen), each from the very slot where its value was read, and calls taken
+ * with that value; returns how many. For the rare walk (a CUDA context's
+ * end), not the hot path: it reads every slot of every level mapped. (A key
+ * taken and put again into the same slot between the walk's read and its
+ * take would be taken with the value read: two frees and allocations of one
+ * address within a few instructions of the walk.) */
+size_t gs_ptrmap_take_if(struct gs_ptrmap *m, int (*pred)(uint64_t val, void *arg),
+                         void (*taken)(uint64_t val, void *arg), void *arg);
 
 #endif

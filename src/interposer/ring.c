@@ -182,13 +182,17 @@ static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int
     return waited;
 }
 
-void gs_ring_ctx_gone(CUcontext ctx)
+void gs_ring_ctx_ending(CUcontext ctx)
 {
     pthread_mutex_lock(&ring.lock);
     int any = 0;
     for (int i = 0; i < GS_RING_SLOTS; i++)
         if (ring.ev[i] && ring.ctx[i] == ctx) {
-            ring.ev[i] = NULL; /* freed by the driver: using it again would crash it */
+            /* Destroyed while the context lives: the driver would free it
+             * with the context, and crashes on it afterwards. */
+            if (gs_g.real.cuEventDestroy_v2)
+                gs_g.real.cuEventDestroy_v2(ring.ev[i]);
+            ring.ev[i] = NULL;
             ring.ctx[i] = NULL;
             any = 1;
         }

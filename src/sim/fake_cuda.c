@@ -104,6 +104,8 @@ static const int entry_version[E_COUNT] = {
     [E_cuDevicePrimaryCtxGetState] = 7000,
     [E_cuCtxDestroy_v2] = 4000,
     [E_cuCtxCreate_v2] = 3020,
+    [E_cuDeviceGetGraphMemAttribute] = 11040,
+    [E_cuDeviceGraphMemTrim] = 11040,
     [E_cuCtxSetCurrent] = 4000,
     [E_cuCtxGetCurrent] = 4000,
     [E_cuCtxSynchronize] = 2000,
@@ -137,6 +139,7 @@ static const int entry_version[E_COUNT] = {
     [E_cuDevResourceGenerateDesc] = 12040,
     [E_cuGreenCtxCreate] = 12040,
     [E_cuGreenCtxStreamCreate] = 12050,
+    [E_cuGreenCtxDestroy] = 12040,
     [E_cuStreamWaitEvent] = 3020,
     [E_cuStreamIsCapturing] = 10000,
     [E_cuModuleLoadData] = 2000,
@@ -181,6 +184,12 @@ struct pool {
     uint64_t release_threshold;
 };
 
+/* A device's graph memory: what graph launches reserved (GS_FAKE_GRAPH_MEM
+ * each, shared: the largest), charged to the device until trimmed. */
+struct graph_mem {
+    size_t reserved;
+};
+
 /* A primary context (st.ctxs[dev]) or one of cuCtxCreate (st.created). Its
  * end (reset, last release, destroy) frees what was made in it, as the real
  * driver does (docs/fake-driver.md), and bumps its epoch: its old events
@@ -189,6 +198,7 @@ struct ctx {
     int dev;
     int refs;
     bool created;
+    bool reset; /* a primary since its reset: inactive until its next use */
     unsigned epoch;
 };
 
@@ -205,7 +215,10 @@ static struct {
     uint64_t mem;
     bool unified;
     uint64_t kernel_ns;
-    uint64_t sync_ns; /* every synchronisation returns no sooner (GS_FAKE_SYNC_US) */
+    uint64_t sync_ns;   /* every synchronisation returns no sooner (GS_FAKE_SYNC_US) */
+    uint64_t graph_mem; /* graph memory a graph's launch reserves (GS_FAKE_GRAPH_MEM) */
+    bool capture;       /* streams of cuStreamCreate say they are captured (GS_FAKE_CAPTURE) */
+    bool invalidated;   /* ... and a call the capture forbids came: it is invalidated */
     int driver_version;
     char name[256];
     uint64_t ctx_overhead;
@@ -218,6 +231,7 @@ static struct {
     struct ctx ctxs[MAX_DEVICES];
     struct ctx created[MAX_CREATED];
     struct pool pools[MAX_DEVICES];
+    struct graph_mem graph_mems[MAX_DEVICES];
     struct rec *recs;
     size_t nrecs, caprecs;
     uint64_t next_id;
@@ -246,6 +260,8 @@ static void read_config(void)
     st.unified = fake_env_int("GS_FAKE_UNIFIED", 0, 0, 1) == 1;
     st.kernel_ns = (uint64_t)fake_env_int("GS_FAKE_KERNEL_US", 0, 0, 3600000000LL) * 1000;
     st.sync_ns = (uint64_t)fake_env_int("GS_FAKE_SYNC_US", 0, 0, 3600000000LL) * 1000;
+    st.graph_mem = fake_env_bytes("GS_FAKE_GRAPH_MEM", 0);
+    st.capture = fake_env_int("GS_FAKE_CAPTURE", 0, 0, 1) == 1;
     st.driver_version =
         (int)fake_env_int("GS_FAKE_DRIVER_VERSION", DEFAULT_DRIVER_VERSION, 2000, 99990);
     fake_env_sim_name(fake_env_str("GS_FAKE_NAME", "gpuslice simulated GPU"), st.name,
@@ -471,6 +487,7 @@ static CUresult current_dev(int *dev)
     struct ctx *c = ctx_current();
     if (!c || c->refs == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
+    c->reset = false; /* used: active again */
     *dev = c->dev;
     return CUDA_SUCCESS;
 }
@@ -670,6 +687,8 @@ static CUresult mem_free(CUdeviceptr dptr)
     return CUDA_SUCCESS;
 }
 
+static bool stream_captured(CUstream s);
+
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     NEED_INIT();
@@ -678,6 +697,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hStream
     CUresult rc = stream_queue(hStream, &dev, &busy);
     if (rc != CUDA_SUCCESS)
         return rc;
+    if (st.invalidated && stream_captured(hStream))
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     return pool_alloc(dptr, bytesize, &st.pools[dev]);
 }
 
@@ -972,6 +993,10 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value)
 {
     ENTER(cuMemPoolGetAttribute);
     NEED_INIT();
+    if (st.capture) { /* the real driver, in the global capture mode (measured) */
+        st.invalidated = true;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     struct pool *p = pool_from(pool);
     if (!p || !value)
         return CUDA_ERROR_INVALID_VALUE;
@@ -1327,16 +1352,58 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void 
 }
 
 /* A graph counts as one launch of one kernel's duration (docs/fake-driver.md). */
+/* A graph's launch: one simulated kernel, and its memory-allocation nodes'
+ * graph memory (GS_FAKE_GRAPH_MEM) reserved on the stream's device. */
+static CUresult graph_launch(CUgraphExec g, CUstream s)
+{
+    CUresult rc = launch(g, 1, 1, 1, 1, 1, 1, s);
+    int dev;
+    uint64_t *busy;
+    if (rc != CUDA_SUCCESS || stream_queue(s, &dev, &busy) != CUDA_SUCCESS)
+        return rc;
+    struct graph_mem *m = &st.graph_mems[dev];
+    if (st.graph_mem > m->reserved) {
+        if (charge(dev, st.graph_mem - m->reserved) != CUDA_SUCCESS)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        m->reserved = st.graph_mem;
+    }
+    return CUDA_SUCCESS;
+}
+
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
     ENTER(cuGraphLaunch);
-    return launch(hGraphExec, 1, 1, 1, 1, 1, 1, hStream);
+    return graph_launch(hGraphExec, hStream);
 }
 
 CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
     ENTER(cuGraphLaunch_ptsz);
-    return launch(hGraphExec, 1, 1, 1, 1, 1, 1, hStream);
+    return graph_launch(hGraphExec, hStream);
+}
+
+/* The fake keeps no graph's memory in use: all of it is trimmed. */
+CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+    ENTER(cuDeviceGraphMemTrim);
+    NEED_INIT();
+    if (!dev_ok(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    uncharge(device, st.graph_mems[device].reserved);
+    st.graph_mems[device].reserved = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    ENTER(cuDeviceGetGraphMemAttribute);
+    NEED_INIT();
+    if (!dev_ok(device))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!value || (int)attr < 0 || attr > CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+        return CUDA_ERROR_INVALID_VALUE;
+    *(cuuint64_t *)value = st.graph_mems[device].reserved; /* all of it used, at its high */
+    return CUDA_SUCCESS;
 }
 
 /* Waits (sleeping, without the lock) until a stream's or a whole device's
@@ -1556,6 +1623,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     if (c->refs == 0 && (rc = charge(dev, st.ctx_overhead)) != CUDA_SUCCESS)
         return rc;
     c->refs++;
+    c->reset = false;
     *pctx = (CUcontext)c;
     return CUDA_SUCCESS;
 }
@@ -1583,6 +1651,7 @@ static CUresult primary_reset(CUdevice dev)
     if (!dev_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     ctx_end(&st.ctxs[dev]);
+    st.ctxs[dev].reset = st.ctxs[dev].refs > 0;
     return CUDA_SUCCESS;
 }
 
@@ -1620,7 +1689,7 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
     if (!dev_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     *flags = 0;
-    *active = st.ctxs[dev].refs > 0;
+    *active = st.ctxs[dev].refs > 0 && !st.ctxs[dev].reset;
     return CUDA_SUCCESS;
 }
 
@@ -2168,6 +2237,18 @@ CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice de
     return CUDA_SUCCESS;
 }
 
+/* Its entry stays in the fixed table, marked destroyed. */
+CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
+{
+    ENTER(cuGreenCtxDestroy);
+    NEED_INIT();
+    struct fake_green *g = (struct fake_green *)hCtx;
+    if (!g || g->magic != GREEN_MAGIC)
+        return CUDA_ERROR_INVALID_VALUE;
+    g->magic = 0;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags,
                                 int priority)
 {
@@ -2207,6 +2288,12 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
     return CUDA_SUCCESS;
 }
 
+static bool stream_captured(CUstream s)
+{
+    struct rec *r = rec_find(K_STREAM, (uint64_t)(uintptr_t)s);
+    return st.capture && r && !r->green_sms;
+}
+
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 {
     ENTER(cuStreamIsCapturing);
@@ -2218,7 +2305,12 @@ CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureSta
         return rc;
     if (!captureStatus)
         return CUDA_ERROR_INVALID_VALUE;
-    *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE; /* the fake never captures */
+    /* The fake captures nothing; with GS_FAKE_CAPTURE=1 the application's
+     * own streams say they are being captured (what the interposer sees of
+     * a capture). */
+    *captureStatus = !stream_captured(hStream) ? CU_STREAM_CAPTURE_STATUS_NONE
+                     : st.invalidated          ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                               : CU_STREAM_CAPTURE_STATUS_ACTIVE;
     return CUDA_SUCCESS;
 }
 

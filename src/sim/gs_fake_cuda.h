@@ -10,6 +10,8 @@
 
 /* cuda.h 13.0 values not (yet) in gs_cuda.h. */
 #define CUDA_ERROR_ALREADY_MAPPED 208
+#define CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
+#define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
 #define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
 #define CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED 713
 #define CU_STREAM_NON_BLOCKING 0x1
@@ -32,17 +34,17 @@
  * args). The _v2 forms of cuCtxGetDevice/cuCtxSynchronize (13000, extra
  * CUcontext) exist so the resolver answers at 13000 what the real driver
  * answers. */
-#define GS_FAKE_CU_EXTRAS(X)                                                                  \
-    X(cuGetExportTable, (const void **ppExportTable, const void *pExportTableId),             \
-      (ppExportTable, pExportTableId))                                                        \
-    X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))                   \
-    X(cuStreamDestroy_v2, (CUstream hStream), (hStream))                                      \
-    X(cuStreamQuery_ptsz, (CUstream hStream), (hStream))                                      \
-    X(cuMemGetAllocationGranularity,                                                          \
-      (size_t * granularity, const CUmemAllocationProp *prop, int option),                    \
-      (granularity, prop, option))                                                            \
-    X(cuMemPoolSetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value)) \
-    X(cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))
+#define GS_FAKE_CU_EXTRAS(X)                                                                    \
+    X(cuGetExportTable, (const void **ppExportTable, const void *pExportTableId),               \
+      (ppExportTable, pExportTableId))                                                          \
+    X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))                     \
+    X(cuStreamQuery_ptsz, (CUstream hStream), (hStream))                                        \
+    X(cuMemGetAllocationGranularity,                                                            \
+      (size_t * granularity, const CUmemAllocationProp *prop, int option),                      \
+      (granularity, prop, option))                                                              \
+    X(cuMemPoolSetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value))   \
+    X(cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev)) \
+    X(cuDeviceGraphMemTrim, (CUdevice device), (device))
 
 /* Every entry point the fake exports (and accepts in GS_FAKE_FAIL). Its
  * consumers take X(name, params, ...): the rows of gs_cuda_hooks.h carry

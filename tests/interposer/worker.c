@@ -665,15 +665,23 @@ static unsigned long long slice_used(void)
  * slice's use before and after the end, and every call's rc. */
 static int ctx_end(const char *how, size_t sz)
 {
-    CUcontext made = NULL;
+    CUcontext made = NULL, again;
+    /* Another reference (a library of the application's): this release is
+     * not the last, and ends nothing. */
+    if (!strcmp(how, "release-not-last") && A.cuDevicePrimaryCtxRetain(&again, 0) != CUDA_SUCCESS)
+        return 3;
     if (!strcmp(how, "destroy")) {
         CUresult (*create)(CUcontext *, unsigned, CUdevice) =
             (CUresult(*)(CUcontext *, unsigned, CUdevice))dlsym(RTLD_DEFAULT, "cuCtxCreate_v2");
         if (!create || create(&made, 0, 0) != CUDA_SUCCESS)
             return 5;
     }
-    CUdeviceptr plain, managed, pooled;
+    CUdeviceptr plain, managed, pooled, pitched;
+    size_t pitch;
     printf("plain rc=%d\n", A.cuMemAlloc_v2(&plain, sz));
+    printf("pitched rc=%d\n", A.cuMemAllocPitch_v2(&pitched, &pitch, 1024, sz / 1024, 4));
+    void *host; /* charged on a unified-memory board only */
+    printf("host rc=%d\n", A.cuMemHostAlloc(&host, sz, 0));
     printf("managed rc=%d\n", A.cuMemAllocManaged(&managed, sz, 1));
     CUDA_ARRAY_DESCRIPTOR ad = {
         .Width = sz / 4 / 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
@@ -705,10 +713,11 @@ static int ctx_end(const char *how, size_t sz)
         rc = end(0);
     } else
         rc = !strcmp(how, "reset")     ? A.cuDevicePrimaryCtxReset_v2(0)
-             : !strcmp(how, "release") ? A.cuDevicePrimaryCtxRelease_v2(0)
-                                       : A.cuCtxDestroy_v2(made);
+             : !strcmp(how, "destroy") ? A.cuCtxDestroy_v2(made)
+                                       : A.cuDevicePrimaryCtxRelease_v2(0);
     printf("end rc=%d\n", (int)rc);
-    if (strstr(how, "release") && A.cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS)
+    if ((!strcmp(how, "release") || !strcmp(how, "runtime-release")) &&
+        A.cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS)
         return 3;
     if (A.cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
         return 3;
@@ -718,11 +727,51 @@ static int ctx_end(const char *how, size_t sz)
         if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
             return 4;
     printf("again rc=%d\n", A.cuMemAlloc_v2(&plain, sz));
-    printf("again used=%llu green-made %llu\n", slice_used(),
-           fake_count("gsfake_calls", "cuGreenCtxCreate"));
+    printf("again used=%llu green-made %llu green-destroyed %llu\n", slice_used(),
+           fake_count("gsfake_calls", "cuGreenCtxCreate"),
+           fake_count("gsfake_calls", "cuGreenCtxDestroy"));
+    if (!strcmp(how, "reset")) { /* once more, in the context made anew at its use */
+        printf("twice rc=%d\n", A.cuDevicePrimaryCtxReset_v2(0));
+        A.cuCtxSetCurrent(ctx);
+        printf("twice used=%llu\n", slice_used());
+    }
     /* What outlived the context is the application's to give back. */
     if (A.cuMemRelease(h) != CUDA_SUCCESS || A.cuMemFreeAsync(pooled, NULL) != CUDA_SUCCESS)
         return 6;
+    if (!strcmp(how, "release-not-last")) /* and all of it, here: the context lived on */
+        if (A.cuMemFree_v2(plain) || A.cuMemFree_v2(managed) || A.cuMemFree_v2(pitched) ||
+            A.cuArrayDestroy(array) || A.cuMemFreeHost(host))
+            return 6;
+    return 0;
+}
+
+/* CUDA graphs' memory: on a stream the fake says is captured
+ * (GS_FAKE_CAPTURE=1), an allocation kept past the capture and one freed
+ * in it, sz bytes each; then the graph's launch, which the fake has reserve
+ * GS_FAKE_GRAPH_MEM; the kept allocation freed; the graph memory trimmed.
+ * The slice's use after each step. */
+static int graph_mem(size_t sz)
+{
+    CUstream s;
+    CUdeviceptr kept, temp;
+    CUresult (*trim)(CUdevice) = (CUresult(*)(CUdevice))dlsym(RTLD_DEFAULT, "cuDeviceGraphMemTrim");
+    if (!trim || A.cuStreamCreate(&s, 0) != CUDA_SUCCESS)
+        return 5;
+    printf("kept rc=%d\n", A.cuMemAllocAsync(&kept, sz, s));
+    printf("temp rc=%d\n", A.cuMemAllocAsync(&temp, sz, s));
+    printf("temp-free rc=%d\n", A.cuMemFreeAsync(temp, s));
+    printf("captured used=%llu\n", slice_used());
+    printf("launch rc=%d\n", A.cuGraphLaunch((CUgraphExec)0x200, s));
+    printf("sync rc=%d\n", A.cuStreamSynchronize(s));
+    printf("launched used=%llu\n", slice_used());
+    CUdeviceptr p;
+    printf("over rc=%d\n", A.cuMemAlloc_v2(&p, sz));
+    printf("kept-free rc=%d\n", A.cuMemFreeAsync(kept, s));
+    A.cuStreamSynchronize(s);
+    printf("freed used=%llu\n", slice_used());
+    printf("trim rc=%d\n", trim(0));
+    A.cuStreamSynchronize(s);
+    printf("trimmed used=%llu\n", slice_used());
     return 0;
 }
 
@@ -759,6 +808,8 @@ int main(int argc, char **argv)
         return async_cap(parse_sz(argv[3]));
     if (!strcmp(s, "exhaust") && argc > 4)
         return exhaust(strtol(argv[3], NULL, 10), parse_sz(argv[4]));
+    if (!strcmp(s, "graph-mem") && argc > 3)
+        return graph_mem(parse_sz(argv[3]));
     if (!strcmp(s, "ctx-end") && argc > 4)
         return ctx_end(argv[3], parse_sz(argv[4]));
     if (!strcmp(s, "fork") && argc > 3)

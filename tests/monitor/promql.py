@@ -153,7 +153,10 @@ class Prometheus:
             with urllib.request.urlopen(url, timeout=10) as r:
                 return json.load(r)
         except urllib.error.HTTPError as e:
-            return json.load(e)
+            try:  # Prometheus's own errors are JSON; a server still starting may answer text
+                return json.load(e)
+            except ValueError:
+                return {"status": "error", "error": "HTTP %d: not JSON" % e.code}
         except (OSError, ValueError) as e:
             return {"status": "error", "error": str(e)}
 

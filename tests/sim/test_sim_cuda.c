@@ -25,9 +25,9 @@
 #define GIB (1ull << 30)
 
 static const char *const config_vars[] = {
-    "GS_FAKE_DEVICES",        "GS_FAKE_MEM",     "GS_FAKE_UNIFIED", "GS_FAKE_KERNEL_US",
-    "GS_FAKE_DRIVER_VERSION", "GS_FAKE_NAME",    "GS_FAKE_FAIL",    "GS_FAKE_CTX_OVERHEAD",
-    "GS_FAKE_BANNER",         "GS_FAKE_SYNC_US",
+    "GS_FAKE_DEVICES",        "GS_FAKE_MEM",     "GS_FAKE_UNIFIED",   "GS_FAKE_KERNEL_US",
+    "GS_FAKE_DRIVER_VERSION", "GS_FAKE_NAME",    "GS_FAKE_FAIL",      "GS_FAKE_CTX_OVERHEAD",
+    "GS_FAKE_BANNER",         "GS_FAKE_SYNC_US", "GS_FAKE_GRAPH_MEM", "GS_FAKE_CAPTURE",
 };
 
 /* A fresh driver with only the given "VAR=value" settings (NULL-terminated). */
@@ -961,6 +961,28 @@ static CUresult call_cuCtxDestroy_v2(void)
         return CUDA_ERROR_UNKNOWN;
     return cuCtxDestroy_v2(c);
 }
+static CUresult call_cuGreenCtxDestroy(void)
+{
+    CUdevResource all, part;
+    unsigned n = 1;
+    CUdevResourceDesc desc;
+    CUgreenCtx g;
+    if (cuDeviceGetDevResource(0, &all, CU_DEV_RESOURCE_TYPE_SM) ||
+        cuDevSmResourceSplitByCount(&part, &n, &all, NULL, 0, 16) ||
+        cuDevResourceGenerateDesc(&desc, &part, 1) ||
+        cuGreenCtxCreate(&g, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM))
+        return CUDA_ERROR_UNKNOWN;
+    return cuGreenCtxDestroy(g);
+}
+static CUresult call_cuDeviceGetGraphMemAttribute(void)
+{
+    cuuint64_t v;
+    return cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &v);
+}
+static CUresult call_cuDeviceGraphMemTrim(void)
+{
+    return cuDeviceGraphMemTrim(0);
+}
 static CUresult call_cuCtxSetCurrent(void)
 {
     return cuCtxSetCurrent(ctx0());
@@ -1199,7 +1221,12 @@ static void test_context_end(void **st)
     assert_int_equal(cuEventCreate(&ev, 0), CUDA_SUCCESS);
     unsigned long long before = gsfake_used(0);
     assert_int_equal(cuDevicePrimaryCtxReset_v2(0), CUDA_SUCCESS);
-    assert_int_equal(before - gsfake_used(0), 3 * sz);               /* plain, managed, the array */
+    assert_int_equal(before - gsfake_used(0), 3 * sz); /* plain, managed, the array */
+    int active = 1;
+    unsigned flags;
+    /* inactive after its reset (as on the H200), active again once used */
+    assert_int_equal(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
+    assert_int_equal(active, 0);
     assert_int_equal(cuMemFree_v2(plain), CUDA_ERROR_INVALID_VALUE); /* gone */
     assert_int_equal(cuMemFreeAsync(pooled, NULL), CUDA_SUCCESS);    /* kept */
     assert_int_equal(cuMemRelease(h), CUDA_SUCCESS);
@@ -1211,10 +1238,8 @@ static void test_context_end(void **st)
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
-    int active = 0;
-    unsigned flags;
     assert_int_equal(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
-    assert_int_equal(active, 1); /* still retained */
+    assert_int_equal(active, 1); /* used again since */
     CUcontext primary, mine;
     assert_int_equal(cuCtxGetCurrent(&primary), CUDA_SUCCESS);
     assert_int_equal(cuCtxDestroy_v2(primary), CUDA_ERROR_INVALID_CONTEXT);
@@ -1239,6 +1264,38 @@ static void test_context_end(void **st)
     assert_int_equal(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
     assert_int_equal(active, 0);
     assert_int_equal(before - gsfake_used(0), sz);
+}
+
+/* Graph memory: a graph's launch reserves GS_FAKE_GRAPH_MEM on its
+ * stream's device (the largest of them, shared), charged until trimmed; with
+ * GS_FAKE_CAPTURE=1 the application's streams say they are captured. */
+static void test_graph_memory(void **st)
+{
+    (void)st;
+    fresh("GS_FAKE_GRAPH_MEM=256Mi", "GS_FAKE_CAPTURE=1", NULL);
+    with_context(0);
+    CUstream s;
+    CUstreamCaptureStatus cs;
+    cuuint64_t r = 1;
+    assert_int_equal(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+    assert_int_equal(cuStreamIsCapturing(s, &cs), CUDA_SUCCESS);
+    assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    assert_int_equal(cuStreamIsCapturing(NULL, &cs), CUDA_SUCCESS);
+    assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_NONE);
+    assert_int_equal(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &r),
+                     CUDA_SUCCESS);
+    assert_int_equal(r, 0);
+    unsigned long long before = gsfake_used(0);
+    assert_int_equal(cuGraphLaunch((CUgraphExec)0x200, s), CUDA_SUCCESS);
+    assert_int_equal(cuGraphLaunch((CUgraphExec)0x200, s), CUDA_SUCCESS); /* reused */
+    assert_int_equal(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &r),
+                     CUDA_SUCCESS);
+    assert_int_equal(r, 256 * MIB);
+    assert_int_equal(gsfake_used(0) - before, 256 * MIB);
+    assert_int_equal(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+    assert_int_equal(gsfake_used(0), before);
+    assert_int_equal(cuDeviceGetGraphMemAttribute(0, (CUgraphMem_attribute)9, &r),
+                     CUDA_ERROR_INVALID_VALUE);
 }
 
 /* Modules as the interposer's prime uses them: PTX text in, its entry points
@@ -1389,6 +1446,7 @@ int main(void)
         cmocka_unit_test(test_export_table_unsupported),
         cmocka_unit_test(test_modules),
         cmocka_unit_test(test_context_end),
+        cmocka_unit_test(test_graph_memory),
         cmocka_unit_test(test_inject_every_entry_point),
         cmocka_unit_test(test_inject_nth_call),
         cmocka_unit_test(test_malformed_config_reported),
