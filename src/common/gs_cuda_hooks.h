@@ -142,9 +142,30 @@
     X(cuDevicePrimaryCtxReset, (CUdevice dev), (dev), HOOK)      \
     X(cuDevicePrimaryCtxRelease, (CUdevice dev), (dev), HOOK)
 
+/* Stream capture (CUDA graphs): while a capture is under way in the
+ * process, the compute controller neither synchronises the context nor
+ * touches a captured stream (launch.c), which would invalidate it. */
+#define GS_CU_CAPTURE_PARAMS_TO_GRAPH                                   \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, \
+     const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode)
+#define GS_CU_CAPTURE_ARGS_TO_GRAPH \
+    (hStream, hGraph, dependencies, dependencyData, numDependencies, mode)
+#define GS_CU_CAPTURE_HOOKS(X)                                                                     \
+    X(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode),      \
+      HOOK)                                                                                        \
+    X(cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode), \
+      HOOK)                                                                                        \
+    X(cuStreamBeginCaptureToGraph, GS_CU_CAPTURE_PARAMS_TO_GRAPH, GS_CU_CAPTURE_ARGS_TO_GRAPH,     \
+      HOOK)                                                                                        \
+    X(cuStreamBeginCaptureToGraph_ptsz, GS_CU_CAPTURE_PARAMS_TO_GRAPH,                             \
+      GS_CU_CAPTURE_ARGS_TO_GRAPH, HOOK)                                                           \
+    X(cuStreamEndCapture, (CUstream hStream, CUgraph * phGraph), (hStream, phGraph), HOOK)         \
+    X(cuStreamEndCapture_ptsz, (CUstream hStream, CUgraph * phGraph), (hStream, phGraph), HOOK)
+
 /* All hooked driver entry points, but for the resolver. */
-#define GS_CU_HOOKS(X) \
-    GS_CU_ALLOC_HOOKS(X) GS_CU_LAUNCH_HOOKS(X) GS_CU_SYNC_HOOKS(X) GS_CU_CTX_HOOKS(X)
+#define GS_CU_HOOKS(X)   \
+    GS_CU_ALLOC_HOOKS(X) \
+    GS_CU_LAUNCH_HOOKS(X) GS_CU_SYNC_HOOKS(X) GS_CU_CTX_HOOKS(X) GS_CU_CAPTURE_HOOKS(X)
 
 /* The resolver, hooked so that what it returns for a hooked name is our
  * wrapper. Apart from GS_CU_HOOKS: cuda.h makes cuGetProcAddress a macro for

@@ -116,6 +116,79 @@ void gs_launch_ctx_gone(CUcontext ctx)
     pthread_mutex_unlock(&ctx_synced.lock);
 }
 
+/* Stream captures under way in this process (cuStreamBeginCapture* to
+ * cuStreamEndCapture*). While there is one, nothing of ours may invalidate
+ * it: in the global capture mode (PyTorch's) any thread's event query or
+ * pool read does, and a whole-context sync does in every mode. So launches
+ * onto a capturing stream pass the controller (they run nothing until the
+ * graph is launched), a drain does not synchronise the context, and our
+ * event and pool queries run in the relaxed mode (gs_capture_relax). */
+static _Atomic int captures;
+
+int gs_captures_any(void)
+{
+    return atomic_load_explicit(&captures, memory_order_relaxed) > 0;
+}
+
+/* Whether s is being captured (or was, and the capture is invalidated but
+ * not yet ended). */
+static int stream_captured(CUstream s)
+{
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    return gs_g.real.cuStreamIsCapturing && gs_g.real.cuStreamIsCapturing(s, &cs) == CUDA_SUCCESS &&
+           cs != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+int gs_capture_relax(CUstreamCaptureMode *saved)
+{
+    if (GS_LIKELY(!gs_captures_any()) || !gs_g.real.cuThreadExchangeStreamCaptureMode)
+        return 0;
+    *saved = CU_STREAM_CAPTURE_MODE_RELAXED;
+    return gs_g.real.cuThreadExchangeStreamCaptureMode(saved) == CUDA_SUCCESS;
+}
+
+void gs_capture_restore(int relaxed, CUstreamCaptureMode saved)
+{
+    if (relaxed)
+        gs_g.real.cuThreadExchangeStreamCaptureMode(&saved);
+}
+
+#define CAPTURE_BEGIN_HOOK(name, params, args) \
+    GS_API CUresult name params                \
+    {                                          \
+        gs_ensure_init();                      \
+        if (GS_UNLIKELY(!gs_g.real.name))      \
+            return CUDA_ERROR_NOT_SUPPORTED;   \
+        CUresult rc = gs_g.real.name args;     \
+        if (rc == CUDA_SUCCESS)                \
+            atomic_fetch_add(&captures, 1);    \
+        return rc;                             \
+    }
+CAPTURE_BEGIN_HOOK(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
+                   (hStream, mode))
+CAPTURE_BEGIN_HOOK(cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode),
+                   (hStream, mode))
+CAPTURE_BEGIN_HOOK(cuStreamBeginCaptureToGraph, GS_CU_CAPTURE_PARAMS_TO_GRAPH,
+                   GS_CU_CAPTURE_ARGS_TO_GRAPH)
+CAPTURE_BEGIN_HOOK(cuStreamBeginCaptureToGraph_ptsz, GS_CU_CAPTURE_PARAMS_TO_GRAPH,
+                   GS_CU_CAPTURE_ARGS_TO_GRAPH)
+
+/* A capture ends at cuStreamEndCapture, whatever it returns, if the stream
+ * was being captured before and is not after. */
+#define CAPTURE_END_HOOK(name, null)                         \
+    GS_API CUresult name(CUstream hStream, CUgraph *phGraph) \
+    {                                                        \
+        gs_ensure_init();                                    \
+        if (GS_UNLIKELY(!gs_g.real.name))                    \
+            return CUDA_ERROR_NOT_SUPPORTED;                 \
+        CUstream s = NULL_STREAM_##null(hStream);            \
+        int was = gs_captures_any() && stream_captured(s);   \
+        CUresult rc = gs_g.real.name(hStream, phGraph);      \
+        if (was && !stream_captured(s))                      \
+            atomic_fetch_sub(&captures, 1);                  \
+        return rc;                                           \
+    }
+
 /* From the limits: the guard; and where the other tenants' state is. */
 void gs_launch_init(const char *state_dir)
 {
@@ -316,7 +389,12 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
     uint64_t launches0 = gs_ring_launches();
     seen->all_done = all_done_at(launches0, gs_current_ctx());
     gs_ring_trim(0, 0, kernel_seen);
-    if (gs_g.real.cuCtxSynchronize)
+    /* A context sync would invalidate a capture under way: then the events
+     * alone tell (the window's end is as they saw it). */
+    int capturing = gs_captures_any();
+    if (capturing)
+        seen->all_done = 0;
+    else if (gs_g.real.cuCtxSynchronize)
         gs_g.real.cuCtxSynchronize();
     /* A launch another thread had sent but not yet counted when the drain
      * began is counted by now (it takes microseconds, the drain's sync at
@@ -572,6 +650,8 @@ static inline int green_enter(CUstream s)
 #define NULL_STREAM_LEGACY(s) (s)
 #define NULL_STREAM_PER_THREAD(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
 #define RETARGET_PARAM(g) (hStream = (g))
+CAPTURE_END_HOOK(cuStreamEndCapture, LEGACY)
+CAPTURE_END_HOOK(cuStreamEndCapture_ptsz, PER_THREAD)
 #define RETARGET_CONFIG(g) (shadow = *config, shadow.hStream = (g), config = &shadow)
 
 /* A graph's launch backs its memory-allocation nodes (memory.c). */
@@ -594,6 +674,8 @@ static inline int green_enter(CUstream s)
             return gs_g.real.name args;                                      \
         count_launch();                                                      \
         CUstream stream = NULL_STREAM_##null(STREAM_##stream_in);            \
+        if (GS_UNLIKELY(gs_captures_any()) && stream_captured(stream))       \
+            return gs_g.real.name args; /* captured: runs nothing now */     \
         cc_before();                                                         \
         CUlaunchConfig shadow;                                               \
         (void)shadow;                                                        \
@@ -723,4 +805,5 @@ void gs_launch_after_fork(void)
     gs_cc_power_init(&cc.power, cc.power.floor_pct); /* 0 if NVML failed: off still */
     atomic_store(&cc.power_next, 0);
     atomic_store(&cc.power_crit_active, 0);
+    atomic_store(&captures, 0); /* the parent's captures are not the child's */
 }

@@ -547,11 +547,24 @@ static _Atomic uint64_t *pool_charged(uint64_t pool)
     return NULL;
 }
 
+/* A pool attribute, read in the relaxed capture mode while a capture is
+ * under way in the process (any thread's read would invalidate one in the
+ * global mode). */
+static CUresult pool_attr(CUmemoryPool pool, int attr, cuuint64_t *v)
+{
+    if (!REAL(cuMemPoolGetAttribute))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUstreamCaptureMode mode;
+    int relaxed = gs_capture_relax(&mode);
+    CUresult rc = gs_g.real.cuMemPoolGetAttribute(pool, attr, v);
+    gs_capture_restore(relaxed, mode);
+    return rc;
+}
+
 static int pool_reserved(CUmemoryPool pool, uint64_t *out)
 {
     cuuint64_t v = 0;
-    if (!REAL(cuMemPoolGetAttribute) ||
-        gs_g.real.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != 0)
+    if (pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS)
         return -1;
     *out = v;
     return 0;
@@ -600,7 +613,10 @@ uint64_t gs_mem_pools_refresh(void)
         if (p)
             pool_settle_r((CUmemoryPool)(uintptr_t)p, 0, "pool", &released);
     }
+    CUstreamCaptureMode mode;
+    int relaxed = gs_capture_relax(&mode);
     graph_settle(&released);
+    gs_capture_restore(relaxed, mode);
     return released;
 }
 
@@ -632,9 +648,8 @@ static int pool_need(CUmemoryPool pool, uint64_t bytes, uint64_t *need, const ch
     static _Atomic int said;
     cuuint64_t reserved = 0, used = 0;
     int listed = pool_charged((uint64_t)(uintptr_t)pool) != NULL;
-    if (listed && REAL(cuMemPoolGetAttribute) &&
-        !gs_g.real.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
-        !gs_g.real.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used)) {
+    if (listed && !pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) &&
+        !pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used)) {
         uint64_t spare = reserved > used ? reserved - used : 0;
         *need = bytes > spare ? bytes - spare : 0;
         return 0;

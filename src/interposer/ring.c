@@ -86,6 +86,8 @@ void gs_ring_record(CUstream s, int crit)
                         (double)FULL_WAIT_MAX_NS / 1e6);
         }
     }
+    CUstreamCaptureMode mode;
+    int relaxed = gs_capture_relax(&mode);
     pthread_mutex_lock(&ring.lock);
     int n = atomic_load_explicit(&ring.n, memory_order_relaxed);
     int slot = (ring.head + n) % GS_RING_SLOTS; /* full: the oldest, recorded anew */
@@ -103,6 +105,7 @@ void gs_ring_record(CUstream s, int crit)
             atomic_store_explicit(&ring.n, n + 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&ring.lock);
+    gs_capture_restore(relaxed, mode);
 }
 
 uint64_t gs_ring_launches(void)
@@ -148,7 +151,11 @@ static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int
     pthread_mutex_lock(&ring.lock);
     while (atomic_load_explicit(&ring.n, memory_order_relaxed) > max) {
         int h = ring.head;
-        if (gs_g.real.cuEventQuery && gs_g.real.cuEventQuery(ring.ev[h]) == CUDA_ERROR_NOT_READY) {
+        CUstreamCaptureMode mode;
+        int relaxed = gs_capture_relax(&mode);
+        CUresult q = gs_g.real.cuEventQuery ? gs_g.real.cuEventQuery(ring.ev[h]) : CUDA_SUCCESS;
+        gs_capture_restore(relaxed, mode);
+        if (q == CUDA_ERROR_NOT_READY) {
             waited_for = ring.seq[h];
             waited = 1;
             pthread_mutex_unlock(&ring.lock);

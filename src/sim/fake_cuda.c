@@ -106,6 +106,12 @@ static const int entry_version[E_COUNT] = {
     [E_cuCtxCreate_v2] = 3020,
     [E_cuDeviceGetGraphMemAttribute] = 11040,
     [E_cuDeviceGraphMemTrim] = 11040,
+    [E_cuStreamBeginCapture_v2] = 10010,
+    [E_cuStreamBeginCapture_v2_ptsz] = 10010,
+    [E_cuStreamBeginCaptureToGraph] = 12030,
+    [E_cuStreamBeginCaptureToGraph_ptsz] = 12030,
+    [E_cuStreamEndCapture] = 10000,
+    [E_cuStreamEndCapture_ptsz] = 10000,
     [E_cuCtxSetCurrent] = 4000,
     [E_cuCtxGetCurrent] = 4000,
     [E_cuCtxSynchronize] = 2000,
@@ -175,6 +181,8 @@ struct rec {
     struct pool *pool;   /* K_POOLED: the pool holding its memory */
     uint64_t busy_until; /* K_STREAM: end of queued work, CLOCK_MONOTONIC ns */
     unsigned green_sms;  /* K_STREAM: a green context's stream over that many SMs */
+    int capture;         /* K_STREAM: 0 none, 1 capturing, 2 capturing, invalidated */
+    int capture_mode;    /* K_STREAM: its capture's CUstreamCaptureMode */
     struct ctx *ctx;     /* the context it was made in (NULL: none, or a green context's) */
 };
 
@@ -245,6 +253,7 @@ static _Atomic unsigned long long launches, green_launches, module_launches;
 /* Most kernels found still queued on a stream by a launch (GS_FAKE_KERNEL_US). */
 static _Atomic unsigned long long max_queued;
 static _Atomic unsigned long long per_thread_records;
+static _Atomic unsigned long long captured_launches; /* launches onto a capturing stream */
 static atomic_bool banner_done;
 static __thread struct {
     struct ctx *ctx;
@@ -273,6 +282,7 @@ static void read_config(void)
 
 static void fake_modules_end(struct ctx *c);
 static void events_free_all(void);
+static CUresult capture_hazard(bool any_mode);
 
 /* Frees what the records own: host memory and the table itself. */
 static void free_records(void)
@@ -326,6 +336,7 @@ static void reset_state(void)
     atomic_store(&module_launches, 0);
     atomic_store(&max_queued, 0);
     atomic_store(&per_thread_records, 0);
+    atomic_store(&captured_launches, 0);
     fake_modules_reset();
 }
 
@@ -997,6 +1008,9 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value)
         st.invalidated = true;
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
+    CUresult hz = capture_hazard(false);
+    if (hz != CUDA_SUCCESS)
+        return hz;
     struct pool *p = pool_from(pool);
     if (!p || !value)
         return CUDA_ERROR_INVALID_VALUE;
@@ -1270,6 +1284,11 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
         return CUDA_ERROR_INVALID_HANDLE;
     if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
         return CUDA_ERROR_INVALID_VALUE;
+    struct rec *cap = hStream ? rec_find(K_STREAM, (uint64_t)(uintptr_t)hStream) : NULL;
+    if (cap && cap->capture) { /* captured into the graph: nothing runs now */
+        atomic_fetch_add(&captured_launches, 1);
+        return CUDA_SUCCESS;
+    }
     uint64_t now = now_ns();
     if (st.kernel_ns && *busy > now) {
         unsigned long long q = (*busy - now + st.kernel_ns - 1) / st.kernel_ns;
@@ -1417,6 +1436,12 @@ static CUresult sync_wait(CUstream s, bool whole_device, CUcontext ctx)
         LOCKED();
         NEED_INIT();
         CUresult rc;
+        /* A whole-device sync during any capture, or a sync of a capturing
+         * stream, invalidates the capture (measured on NVIDIA GPUs: the
+         * capture's mode and the calling thread's do not matter). */
+        struct rec *r = s ? rec_find(K_STREAM, (uint64_t)(uintptr_t)s) : NULL;
+        if ((whole_device || (r && r->capture)) && (rc = capture_hazard(true)) != CUDA_SUCCESS)
+            return rc;
         if (whole_device) {
             struct ctx *c = ctx ? ctx_from(ctx) : ctx_current();
             if (!c || c->refs == 0)
@@ -1982,11 +2007,14 @@ void *gsfake_entry(const char *name)
     return NULL;
 }
 
+static void capture_mode_reset(void);
+
 void gsfake_reset(void)
 {
     pthread_once(&once, fake_init);
     LOCKED();
     reset_state();
+    capture_mode_reset(); /* the calling thread's */
 }
 
 /* ---- events: a recorded event completes when the work its stream had
@@ -2088,6 +2116,8 @@ CUresult cuEventQuery(CUevent hEvent)
     struct fake_event *ev;
     CUresult erc = event_from(hEvent, "cuEventQuery", &ev);
     if (erc != CUDA_SUCCESS)
+        return erc;
+    if ((erc = capture_hazard(false)) != CUDA_SUCCESS)
         return erc;
     return !ev->recorded || now_ns() >= ev->done_at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -2308,9 +2338,14 @@ CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureSta
     /* The fake captures nothing; with GS_FAKE_CAPTURE=1 the application's
      * own streams say they are being captured (what the interposer sees of
      * a capture). */
-    *captureStatus = !stream_captured(hStream) ? CU_STREAM_CAPTURE_STATUS_NONE
-                     : st.invalidated          ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
-                                               : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    struct rec *r = hStream ? rec_find(K_STREAM, (uint64_t)(uintptr_t)hStream) : NULL;
+    if (r && r->capture) /* a capture begun with cuStreamBeginCapture */
+        *captureStatus = r->capture == 2 ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                         : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    else
+        *captureStatus = !stream_captured(hStream) ? CU_STREAM_CAPTURE_STATUS_NONE
+                         : st.invalidated          ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                                   : CU_STREAM_CAPTURE_STATUS_ACTIVE;
     return CUDA_SUCCESS;
 }
 
@@ -2331,6 +2366,11 @@ static struct fake_module {
     int nfn;
 } modules[FAKE_MODULES_MAX];
 static __thread CUstreamCaptureMode capture_mode;
+
+static void capture_mode_reset(void)
+{
+    capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+}
 
 static void fake_modules_reset(void)
 {
@@ -2411,4 +2451,113 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
     capture_mode = *mode;
     *mode = old;
     return CUDA_SUCCESS;
+}
+
+/* ---- stream capture ----
+ * A capture records what is launched on its stream (the fake queues none of
+ * it) until cuStreamEndCapture, which returns an opaque graph. What would be
+ * illegal during a capture invalidates it, as the driver does: a sync of the
+ * whole device (from any thread) or of the captured stream; and, while a
+ * capture in the global mode is under way, an event or pool query from a
+ * thread not in the relaxed mode (cuThreadExchangeStreamCaptureMode). */
+
+/* Invalidates the captures a call of the calling thread would; 0 when none. */
+static CUresult capture_hazard(bool any_mode)
+{
+    bool hit = false;
+    for (size_t i = 0; i < st.nrecs; i++) {
+        struct rec *r = &st.recs[i];
+        if (r->kind != K_STREAM || r->capture != 1)
+            continue;
+        if (any_mode || (r->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+                         capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED)) {
+            r->capture = 2;
+            hit = true;
+        }
+    }
+    return hit ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode)
+{
+    NEED_INIT();
+    if ((int)mode < 0 || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct rec *r = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD
+                        ? rec_find(K_STREAM, (uint64_t)(uintptr_t)s)
+                        : NULL;
+    if (!r) /* the legacy stream cannot be captured; the fake keeps no per-thread ones */
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (r->capture)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    r->capture = 1;
+    r->capture_mode = (int)mode;
+    return CUDA_SUCCESS;
+}
+
+static CUresult end_capture(CUstream s, CUgraph *g)
+{
+    NEED_INIT();
+    struct rec *r = s ? rec_find(K_STREAM, (uint64_t)(uintptr_t)s) : NULL;
+    if (!g)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!r || !r->capture)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    int invalidated = r->capture == 2;
+    r->capture = 0;
+    *g = invalidated ? NULL : (CUgraph)(uintptr_t)new_id();
+    return invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+    ENTER(cuStreamBeginCapture_v2);
+    return begin_capture(hStream, mode);
+}
+
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+    ENTER(cuStreamBeginCapture_v2_ptsz);
+    return begin_capture(hStream, mode);
+}
+
+CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                     const CUgraphNode *dependencies,
+                                     const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                     CUstreamCaptureMode mode)
+{
+    ENTER(cuStreamBeginCaptureToGraph);
+    (void)dependencies;
+    (void)dependencyData;
+    (void)numDependencies;
+    return hGraph ? begin_capture(hStream, mode) : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                          const CUgraphNode *dependencies,
+                                          const CUgraphEdgeData *dependencyData,
+                                          size_t numDependencies, CUstreamCaptureMode mode)
+{
+    ENTER(cuStreamBeginCaptureToGraph_ptsz);
+    (void)dependencies;
+    (void)dependencyData;
+    (void)numDependencies;
+    return hGraph ? begin_capture(hStream, mode) : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+    ENTER(cuStreamEndCapture);
+    return end_capture(hStream, phGraph);
+}
+
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+    ENTER(cuStreamEndCapture_ptsz);
+    return end_capture(hStream, phGraph);
+}
+
+unsigned long long gsfake_captured_launches(void)
+{
+    return atomic_load(&captured_launches);
 }

@@ -12,6 +12,7 @@
 #define CUDA_ERROR_ALREADY_MAPPED 208
 #define CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
 #define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
+#define CUDA_ERROR_ILLEGAL_STATE 401
 #define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
 #define CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED 713
 #define CU_STREAM_NON_BLOCKING 0x1
@@ -63,6 +64,7 @@ unsigned long long gsfake_module_launches(void); /* of those, of a cuModuleGetFu
 unsigned long long gsfake_max_queued(void); /* most kernels a launch found queued on its stream */
 unsigned long long gsfake_calls(const char *name);  /* calls of one entry point since reset */
 unsigned long long gsfake_per_thread_records(void); /* cuEventRecord on CU_STREAM_PER_THREAD */
+unsigned long long gsfake_captured_launches(void);  /* launches onto a capturing stream */
 /* The fake's own function for an entry point name (NULL: not one of its): what
  * dlsym would give without an interposer, which redirects dlsym but not this
  * (bench/overhead_sim.c times the two against each other). */

@@ -15,6 +15,9 @@
 #define cuLaunchCooperativeKernel_ptsz cuLaunchCooperativeKernel
 #define cuGraphLaunch_ptsz cuGraphLaunch
 #define cuStreamSynchronize_ptsz cuStreamSynchronize
+#define cuStreamBeginCapture_v2_ptsz cuStreamBeginCapture_v2
+#define cuStreamBeginCaptureToGraph_ptsz cuStreamBeginCaptureToGraph
+#define cuStreamEndCapture_ptsz cuStreamEndCapture
 
 #include "common/gs_cuda_hooks.h"
 

@@ -1157,6 +1157,32 @@ static void test_prime_from_limits(void **st)
         fail_msg("the prime after a reset: %s", out);
 }
 
+/* A graph captured (the global mode) by a tenant with a share, which works
+ * on another stream meanwhile, across several of the controller's windows;
+ * and next to a busy critical tenant, where each launch waits on an event.
+ * Nothing of ours invalidates the capture (the fake invalidates it at a
+ * context sync, and at an event or pool query outside the relaxed mode, as
+ * the driver does); the captured launches pass the controller. */
+static void test_capture_untouched(void **st)
+{
+    (void)st;
+    const char *args[] = {"direct", "capture", "60", "3000", NULL};
+    struct slice s;
+    mkslice(&s, GiB);
+    set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
+    const char *out = run(&s, "GS_FAKE_KERNEL_US=2000", args);
+    if (field(out, "begin rc=") || field(out, "end rc=") || field(out, "graph rc=") ||
+        field(out, "sync rc="))
+        fail_msg("a share: %s", out);
+    assert_int_equal(field(out, "captured "), 60);
+    const char *short_args[] = {"direct", "capture", "20", "1000", NULL};
+    out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_BUSY, "GS_FAKE_KERNEL_US=500", short_args);
+    if (field(out, "begin rc=") || field(out, "end rc=") || field(out, "graph rc=") ||
+        field(out, "sync rc="))
+        fail_msg("next to a critical tenant: %s", out);
+    assert_int_equal(field(out, "captured "), 20);
+}
+
 static void test_shrink_falls_back_without_green_context(void **st)
 {
     (void)st;
@@ -1449,6 +1475,7 @@ int main(void)
         cmocka_unit_test(test_shrink_moves_kernels_to_green_context),
         cmocka_unit_test(test_guard_from_limits),
         cmocka_unit_test(test_shrink_falls_back_without_green_context),
+        cmocka_unit_test(test_capture_untouched),
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
         cmocka_unit_test(test_ptsz_events_on_the_threads_stream),

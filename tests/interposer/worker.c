@@ -775,6 +775,35 @@ static int graph_mem(size_t sz)
     return 0;
 }
 
+/* A graph captured while the tenant also works on another stream: n
+ * rounds of a kernel onto the captured stream and one onto another, us
+ * apart (long enough for the compute controller's windows to end during
+ * the capture); then the capture's end, the graph's launch and a sync. */
+static int capture(long n, long us)
+{
+    CUstream s, other;
+    CUgraph g = NULL;
+    CUresult (*begin)(CUstream, CUstreamCaptureMode) =
+        (CUresult(*)(CUstream, CUstreamCaptureMode))dlsym(RTLD_DEFAULT, "cuStreamBeginCapture_v2");
+    CUresult (*end)(CUstream, CUgraph *) =
+        (CUresult(*)(CUstream, CUgraph *))dlsym(RTLD_DEFAULT, "cuStreamEndCapture");
+    if (!begin || !end || A.cuStreamCreate(&s, 1) || A.cuStreamCreate(&other, 1))
+        return 5;
+    printf("begin rc=%d\n", begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (long i = 0; i < n; i++) {
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL) ||
+            A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, other, NULL, NULL))
+            return 4;
+        struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
+    printf("end rc=%d\n", end(s, &g));
+    printf("graph rc=%d\n", A.cuGraphLaunch((CUgraphExec)g, s));
+    printf("sync rc=%d captured %llu\n", A.cuCtxSynchronize(),
+           fake_count("gsfake_captured_launches", NULL));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -808,6 +837,8 @@ int main(int argc, char **argv)
         return async_cap(parse_sz(argv[3]));
     if (!strcmp(s, "exhaust") && argc > 4)
         return exhaust(strtol(argv[3], NULL, 10), parse_sz(argv[4]));
+    if (!strcmp(s, "capture") && argc > 4)
+        return capture(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (!strcmp(s, "graph-mem") && argc > 3)
         return graph_mem(parse_sz(argv[3]));
     if (!strcmp(s, "ctx-end") && argc > 4)

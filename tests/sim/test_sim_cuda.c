@@ -961,6 +961,40 @@ static CUresult call_cuCtxDestroy_v2(void)
         return CUDA_ERROR_UNKNOWN;
     return cuCtxDestroy_v2(c);
 }
+static CUresult call_cuStreamBeginCapture_v2(void)
+{
+    return cuStreamBeginCapture_v2(stream(), CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+static CUresult call_cuStreamBeginCapture_v2_ptsz(void)
+{
+    return cuStreamBeginCapture_v2_ptsz(stream(), CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+static CUresult call_cuStreamBeginCaptureToGraph(void)
+{
+    return cuStreamBeginCaptureToGraph(stream(), (CUgraph)0x300, NULL, NULL, 0,
+                                       CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+static CUresult call_cuStreamBeginCaptureToGraph_ptsz(void)
+{
+    return cuStreamBeginCaptureToGraph_ptsz(stream(), (CUgraph)0x300, NULL, NULL, 0,
+                                            CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+}
+static CUresult call_cuStreamEndCapture(void)
+{
+    CUstream s = stream();
+    CUgraph g;
+    if (cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL) != CUDA_SUCCESS)
+        return CUDA_ERROR_UNKNOWN;
+    return cuStreamEndCapture(s, &g);
+}
+static CUresult call_cuStreamEndCapture_ptsz(void)
+{
+    CUstream s = stream();
+    CUgraph g;
+    if (cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL) != CUDA_SUCCESS)
+        return CUDA_ERROR_UNKNOWN;
+    return cuStreamEndCapture_ptsz(s, &g);
+}
 static CUresult call_cuGreenCtxDestroy(void)
 {
     CUdevResource all, part;
@@ -1298,6 +1332,51 @@ static void test_graph_memory(void **st)
                      CUDA_ERROR_INVALID_VALUE);
 }
 
+/* Stream capture: launches onto a capturing stream are captured, not run;
+ * what would be illegal during a capture invalidates it: a whole-device sync
+ * in any mode, an event query in the global mode unless the calling thread
+ * is relaxed. */
+static void test_capture(void **st)
+{
+    (void)st;
+    fresh(NULL);
+    with_context(0);
+    CUstream s;
+    CUgraph g;
+    CUevent ev;
+    CUstreamCaptureStatus cs;
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    assert_int_equal(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+    assert_int_equal(cuEventCreate(&ev, 0), CUDA_SUCCESS);
+    assert_int_equal(cuStreamBeginCapture_v2(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL),
+                     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    assert_int_equal(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
+    /* a clean capture */
+    assert_int_equal(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    assert_int_equal(cuStreamIsCapturing(s, &cs), CUDA_SUCCESS);
+    assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    assert_int_equal(cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL),
+                     CUDA_SUCCESS);
+    assert_int_equal(gsfake_captured_launches(), 1);
+    assert_int_equal(cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+    assert_int_equal(cuEventQuery(ev), CUDA_SUCCESS); /* relaxed: allowed */
+    assert_int_equal(cuThreadExchangeStreamCaptureMode(&mode), CUDA_SUCCESS);
+    assert_int_equal(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    assert_non_null(g);
+    /* an event query in the global mode invalidates it */
+    assert_int_equal(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    assert_int_equal(cuEventQuery(ev), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    assert_int_equal(cuStreamIsCapturing(s, &cs), CUDA_SUCCESS);
+    assert_int_equal(cs, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    assert_int_equal(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    /* a whole-device sync invalidates even a relaxed capture */
+    assert_int_equal(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+    assert_int_equal(cuEventQuery(ev), CUDA_SUCCESS);
+    assert_int_equal(cuCtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    assert_int_equal(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS); /* no capture now */
+}
+
 /* Modules as the interposer's prime uses them: PTX text in, its entry points
  * out, their launches counted apart from the application's. */
 static void test_modules(void **st)
@@ -1447,6 +1526,7 @@ int main(void)
         cmocka_unit_test(test_modules),
         cmocka_unit_test(test_context_end),
         cmocka_unit_test(test_graph_memory),
+        cmocka_unit_test(test_capture),
         cmocka_unit_test(test_inject_every_entry_point),
         cmocka_unit_test(test_inject_nth_call),
         cmocka_unit_test(test_malformed_config_reported),
