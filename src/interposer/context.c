@@ -105,13 +105,14 @@ static int primary_active(CUdevice dev)
     return active;
 }
 
-/* ctx is about to end (or may: a release that may be the last): the
- * interposer's own objects made in it are destroyed while it lives, or
- * forgotten (the prime's, whose thread is held meanwhile: fire_lock). */
-static void ending(CUcontext ctx)
+/* ctx ends: the interposer's own objects made in it are destroyed while it
+ * lives (alive: before the driver's call), or only forgotten once the
+ * driver has freed them (a release found to have been the last); the
+ * prime's are forgotten (its thread is held meanwhile: fire_lock). */
+static void ending(CUcontext ctx, int alive)
 {
-    gs_ring_ctx_ending(ctx);
-    gs_green_ctx_ending(ctx);
+    gs_ring_ctx_end(ctx, alive);
+    gs_green_ctx_end(ctx, alive);
     gs_prime_ctx_gone(ctx);
     gs_launch_ctx_gone(ctx);
 }
@@ -153,7 +154,7 @@ GS_API CUresult cuCtxDestroy_v2(CUcontext ctx)
     if (!gs_g.enforce || !ctx)
         return CALL_REAL(cuCtxDestroy_v2, (ctx));
     gs_prime_hold();
-    ending(ctx);
+    ending(ctx, 1);
     CUresult rc = CALL_REAL(cuCtxDestroy_v2, (ctx));
     if (rc == CUDA_SUCCESS)
         ended(ctx, "cuCtxDestroy", 1, 0);
@@ -175,14 +176,21 @@ static CUresult primary_end(enum gs_hook_id which, CUdevice dev, int release)
         return real(dev);
     gs_prime_hold();
     CUcontext ctx = primary_of(dev); /* inactive: nothing was made in it */
-    if (ctx)
-        ending(ctx);
+    /* A reset ends the context: our objects go first, while it lives. A
+     * release ends it only if it was the last (a library pairing retain and
+     * release must not lose them): only afterwards is that known, and then
+     * they are only forgotten. */
+    if (ctx && !release)
+        ending(ctx, 1);
     CUresult rc = real(dev);
-    if (rc == CUDA_SUCCESS && ctx && (!release || !primary_active(dev)))
+    if (rc == CUDA_SUCCESS && ctx && (!release || !primary_active(dev))) {
+        if (release)
+            ending(ctx, 0);
         ended(ctx,
               release ? "the last cuDevicePrimaryCtxRelease"
                       : "cuDevicePrimaryCtxReset (cudaDeviceReset)",
               0, release);
+    }
     gs_prime_unhold();
     return rc;
 }

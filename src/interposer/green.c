@@ -137,20 +137,26 @@ void gs_green_refused(CUresult green_rc)
                 (int)green_rc);
 }
 
-void gs_green_ctx_ending(CUcontext ctx)
+void gs_green_ctx_end(CUcontext ctx, int alive)
 {
     const struct gs_real *r = &gs_g.real;
     pthread_mutex_lock(&green.lock);
-    if (atomic_load(&green.state) > 0 && green.made_in == ctx) {
-        atomic_store(&green.state, 0);
-        if (r->cuEventDestroy_v2) {
-            r->cuEventDestroy_v2(green.in);
-            r->cuEventDestroy_v2(green.out);
+    if (green.g && green.made_in == ctx) {
+        /* Made anew at the next need, unless the green path was given up. */
+        if (atomic_load(&green.state) > 0)
+            atomic_store(&green.state, 0);
+        /* Once ctx has ended its events are the driver's no more, and what
+         * the green context became with it is not known: only forgotten. */
+        if (alive) {
+            if (r->cuEventDestroy_v2) {
+                r->cuEventDestroy_v2(green.in);
+                r->cuEventDestroy_v2(green.out);
+            }
+            if (r->cuStreamDestroy_v2)
+                r->cuStreamDestroy_v2(green.stream);
+            if (r->cuGreenCtxDestroy)
+                r->cuGreenCtxDestroy(green.g);
         }
-        if (r->cuStreamDestroy_v2)
-            r->cuStreamDestroy_v2(green.stream);
-        if (r->cuGreenCtxDestroy)
-            r->cuGreenCtxDestroy(green.g);
         green.g = NULL;
         green.stream = NULL;
         green.in = green.out = NULL;

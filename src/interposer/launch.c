@@ -106,8 +106,14 @@ static struct {
     CUcontext ctx;
 } ctx_synced = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+static _Atomic int captures; /* stream captures under way: see gs_captures_any */
+
 void gs_launch_ctx_gone(CUcontext ctx)
 {
+    /* A capture under way in an ended context ends with it, unseen by our
+     * end hooks: the count starts again (a capture of another context then
+     * goes uncounted until its end; one context per process is the rule). */
+    atomic_store(&captures, 0);
     pthread_mutex_lock(&ctx_synced.lock);
     if (ctx_synced.ctx == ctx) {
         ctx_synced.ctx = NULL;
@@ -116,14 +122,15 @@ void gs_launch_ctx_gone(CUcontext ctx)
     pthread_mutex_unlock(&ctx_synced.lock);
 }
 
-/* Stream captures under way in this process (cuStreamBeginCapture* to
- * cuStreamEndCapture*). While there is one, nothing of ours may invalidate
- * it: in the global capture mode (PyTorch's) any thread's event query or
+/* `captures`: stream captures under way in this process (cuStreamBeginCapture*
+ * to cuStreamEndCapture*; counted before the driver begins one, so that
+ * nothing of ours touches it from its first moment). While there is one,
+ * nothing of ours may invalidate it: in the global capture mode (PyTorch's)
+ * any thread's event query or
  * pool read does, and a whole-context sync does in every mode. So launches
  * onto a capturing stream pass the controller (they run nothing until the
  * graph is launched), a drain does not synchronise the context, and our
  * event and pool queries run in the relaxed mode (gs_capture_relax). */
-static _Atomic int captures;
 
 int gs_captures_any(void)
 {
@@ -159,9 +166,10 @@ void gs_capture_restore(int relaxed, CUstreamCaptureMode saved)
         gs_ensure_init();                      \
         if (GS_UNLIKELY(!gs_g.real.name))      \
             return CUDA_ERROR_NOT_SUPPORTED;   \
+        atomic_fetch_add(&captures, 1);        \
         CUresult rc = gs_g.real.name args;     \
-        if (rc == CUDA_SUCCESS)                \
-            atomic_fetch_add(&captures, 1);    \
+        if (rc != CUDA_SUCCESS)                \
+            atomic_fetch_sub(&captures, 1);    \
         return rc;                             \
     }
 CAPTURE_BEGIN_HOOK(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),

@@ -53,10 +53,10 @@ void gs_ring_pace(uint64_t gpu_ns, uint64_t launches);
 typedef void gs_ring_seen_fn(uint64_t start, uint64_t end);
 /* Returns 1 when it had to wait for a kernel of ours to finish. */
 int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen);
-/* ctx is about to end (context.c, before the driver's call): the ring's
- * events made in it are destroyed now, while it lives, and the ring starts
- * empty; it makes new ones as it needs them. */
-void gs_ring_ctx_ending(CUcontext ctx);
+/* ctx ends (context.c): the ring's events made in it are destroyed while it
+ * lives (alive: before the driver's call), or only forgotten once the driver
+ * has freed them; the ring starts empty and makes new ones as it needs them. */
+void gs_ring_ctx_end(CUcontext ctx, int alive);
 
 /* ---- launch.c, for context.c ------------------------------------------- */
 
@@ -82,9 +82,9 @@ void gs_green_leave(CUstream s, CUresult rc);
 /* The green stream refused a launch that the tenant's own stream took: no
  * more green context for this process (yield = bound from now on). */
 void gs_green_refused(CUresult green_rc);
-/* ctx is about to end: the green context made while it was current, its
- * stream and its two events are destroyed now, while ctx lives; one is made
- * anew at the next need. */
-void gs_green_ctx_ending(CUcontext ctx);
+/* ctx ends: the green context made while it was current, its stream and its
+ * two events are destroyed while ctx lives (alive), or only forgotten after;
+ * one is made anew at the next need. */
+void gs_green_ctx_end(CUcontext ctx, int alive);
 
 #endif

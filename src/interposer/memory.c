@@ -220,6 +220,7 @@ static void refused(int slot, uint64_t asked, const char *what)
  * (in the global capture mode, what PyTorch uses, any such call from any
  * thread invalidates the capture). */
 static __thread int in_capture;
+static uint64_t graph_refresh(void);
 
 /* A charge that passed: our own count follows the slot's. */
 static int charged(uint64_t bytes)
@@ -242,9 +243,11 @@ int gs_mem_charge(uint64_t bytes, const char *what)
         return charged(bytes);
     /* Over the cap: first make sure no dead process's bytes are in the way
      * (a SIGKILLed tenant's memory is free on the GPU already). */
-    /* Pools may have given memory back since we last looked (not while a
-     * capture is under way: reading a pool would invalidate it). */
-    if (!in_capture && gs_mem_pools_refresh() > 0 &&
+    /* Pools may have given memory back since we last looked. Not while a
+     * capture is under way (reading a pool would invalidate it): then only
+     * the graphs' memory is looked at again (what earlier graphs hold may
+     * be what this capture will reuse), in the relaxed mode. */
+    if ((in_capture ? graph_refresh() : gs_mem_pools_refresh()) > 0 &&
         gs_ledger_charge(gs_g.ledger, s, bytes, gs_g.cap) == 0)
         return charged(bytes);
     int reaped = reap_others(s);
@@ -613,8 +616,16 @@ uint64_t gs_mem_pools_refresh(void)
         if (p)
             pool_settle_r((CUmemoryPool)(uintptr_t)p, 0, "pool", &released);
     }
-    CUstreamCaptureMode mode;
-    int relaxed = gs_capture_relax(&mode);
+    return released + graph_refresh();
+}
+
+/* graph_settle in the relaxed capture mode; what it gave back. */
+static uint64_t graph_refresh(void)
+{
+    uint64_t released = 0;
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    int relaxed = gs_g.real.cuThreadExchangeStreamCaptureMode &&
+                  gs_g.real.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
     graph_settle(&released);
     gs_capture_restore(relaxed, mode);
     return released;

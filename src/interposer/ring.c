@@ -189,15 +189,15 @@ static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int
     return waited;
 }
 
-void gs_ring_ctx_ending(CUcontext ctx)
+void gs_ring_ctx_end(CUcontext ctx, int alive)
 {
     pthread_mutex_lock(&ring.lock);
     int any = 0;
     for (int i = 0; i < GS_RING_SLOTS; i++)
         if (ring.ev[i] && ring.ctx[i] == ctx) {
-            /* Destroyed while the context lives: the driver would free it
-             * with the context, and crashes on it afterwards. */
-            if (gs_g.real.cuEventDestroy_v2)
+            /* Destroyed while the context lives; once it has ended the
+             * driver has freed it, and crashes on it: only forgotten. */
+            if (alive && gs_g.real.cuEventDestroy_v2)
                 gs_g.real.cuEventDestroy_v2(ring.ev[i]);
             ring.ev[i] = NULL;
             ring.ctx[i] = NULL;

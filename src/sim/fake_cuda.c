@@ -254,6 +254,7 @@ static _Atomic unsigned long long launches, green_launches, module_launches;
 static _Atomic unsigned long long max_queued;
 static _Atomic unsigned long long per_thread_records;
 static _Atomic unsigned long long captured_launches; /* launches onto a capturing stream */
+static _Atomic unsigned long long captured_records;  /* event records onto a capturing stream */
 static atomic_bool banner_done;
 static __thread struct {
     struct ctx *ctx;
@@ -337,6 +338,7 @@ static void reset_state(void)
     atomic_store(&max_queued, 0);
     atomic_store(&per_thread_records, 0);
     atomic_store(&captured_launches, 0);
+    atomic_store(&captured_records, 0);
     fake_modules_reset();
 }
 
@@ -2102,6 +2104,9 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
     CUresult rc = stream_queue(hStream, &dev, &busy);
     if (rc != CUDA_SUCCESS)
         return rc;
+    struct rec *cap = hStream ? rec_find(K_STREAM, (uint64_t)(uintptr_t)hStream) : NULL;
+    if (cap && cap->capture) /* a node of the graph being captured */
+        atomic_fetch_add(&captured_records, 1);
     ev->recorded = 1;
     ev->done_at = *busy;
     if (hStream == CU_STREAM_PER_THREAD)
@@ -2560,4 +2565,9 @@ CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 unsigned long long gsfake_captured_launches(void)
 {
     return atomic_load(&captured_launches);
+}
+
+unsigned long long gsfake_captured_records(void)
+{
+    return atomic_load(&captured_records);
 }

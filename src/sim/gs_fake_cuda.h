@@ -65,6 +65,7 @@ unsigned long long gsfake_max_queued(void); /* most kernels a launch found queue
 unsigned long long gsfake_calls(const char *name);  /* calls of one entry point since reset */
 unsigned long long gsfake_per_thread_records(void); /* cuEventRecord on CU_STREAM_PER_THREAD */
 unsigned long long gsfake_captured_launches(void);  /* launches onto a capturing stream */
+unsigned long long gsfake_captured_records(void);   /* event records onto a capturing stream */
 /* The fake's own function for an entry point name (NULL: not one of its): what
  * dlsym would give without an interposer, which redirects dlsym but not this
  * (bench/overhead_sim.c times the two against each other). */

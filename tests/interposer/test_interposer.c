@@ -678,6 +678,12 @@ static void test_context_end_gives_back(void **st)
                 fail_msg("%s %s: %ld bytes given back at the end, want %ld: %s", hows[h], ways[w],
                          before - after, freed, out);
             assert_int_equal(again - after, 64 * MiB);
+            /* the ring's events: destroyed before a reset or destroy, only
+             * forgotten after a last release, kept through one that is not */
+            long destroyed = field(out, "events-destroyed ");
+            if (strstr(hows[h], "reset") || !strcmp(hows[h], "destroy") ? destroyed < 1
+                                                                        : destroyed != 0)
+                fail_msg("%s %s: %ld events destroyed: %s", hows[h], ways[w], destroyed, out);
             if (!strcmp(hows[h], "reset")) /* again, after its use: the new plain one */
                 assert_int_equal(field(out, "twice used="), after);
         }
@@ -1175,12 +1181,17 @@ static void test_capture_untouched(void **st)
         field(out, "sync rc="))
         fail_msg("a share: %s", out);
     assert_int_equal(field(out, "captured "), 60);
+    assert_int_equal(field(out, "records-captured "), 0); /* no event of ours in the graph */
+    assert_int_equal(field(out, "syncs-during "), 0);
+    if (field(out, "syncs-after ") < 1) /* the count came back to 0 at the end */
+        fail_msg("no drain synchronised after the capture: %s", out);
     const char *short_args[] = {"direct", "capture", "20", "1000", NULL};
     out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_BUSY, "GS_FAKE_KERNEL_US=500", short_args);
     if (field(out, "begin rc=") || field(out, "end rc=") || field(out, "graph rc=") ||
         field(out, "sync rc="))
         fail_msg("next to a critical tenant: %s", out);
     assert_int_equal(field(out, "captured "), 20);
+    assert_int_equal(field(out, "records-captured "), 0);
 }
 
 static void test_shrink_falls_back_without_green_context(void **st)

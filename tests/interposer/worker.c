@@ -727,9 +727,10 @@ static int ctx_end(const char *how, size_t sz)
         if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
             return 4;
     printf("again rc=%d\n", A.cuMemAlloc_v2(&plain, sz));
-    printf("again used=%llu green-made %llu green-destroyed %llu\n", slice_used(),
-           fake_count("gsfake_calls", "cuGreenCtxCreate"),
-           fake_count("gsfake_calls", "cuGreenCtxDestroy"));
+    printf("again used=%llu green-made %llu green-destroyed %llu events-destroyed %llu\n",
+           slice_used(), fake_count("gsfake_calls", "cuGreenCtxCreate"),
+           fake_count("gsfake_calls", "cuGreenCtxDestroy"),
+           fake_count("gsfake_calls", "cuEventDestroy_v2"));
     if (!strcmp(how, "reset")) { /* once more, in the context made anew at its use */
         printf("twice rc=%d\n", A.cuDevicePrimaryCtxReset_v2(0));
         A.cuCtxSetCurrent(ctx);
@@ -789,18 +790,31 @@ static int capture(long n, long us)
         (CUresult(*)(CUstream, CUgraph *))dlsym(RTLD_DEFAULT, "cuStreamEndCapture");
     if (!begin || !end || A.cuStreamCreate(&s, 1) || A.cuStreamCreate(&other, 1))
         return 5;
+    unsigned long long syncs0 = fake_count("gsfake_calls", "cuCtxSynchronize");
     printf("begin rc=%d\n", begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     for (long i = 0; i < n; i++) {
+        CUdeviceptr p; /* the other stream's work allocates too (the pool is read) */
         if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL) ||
-            A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, other, NULL, NULL))
+            A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, other, NULL, NULL) ||
+            A.cuMemAllocAsync(&p, 1 << 20, other) || A.cuMemFreeAsync(p, other))
             return 4;
         struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
         nanosleep(&ts, NULL);
     }
+    unsigned long long syncs1 = fake_count("gsfake_calls", "cuCtxSynchronize");
     printf("end rc=%d\n", end(s, &g));
     printf("graph rc=%d\n", A.cuGraphLaunch((CUgraphExec)g, s));
-    printf("sync rc=%d captured %llu\n", A.cuCtxSynchronize(),
-           fake_count("gsfake_captured_launches", NULL));
+    /* after it, the controller's drains synchronise again */
+    for (long i = 0; i < n; i++) {
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, other, NULL, NULL))
+            return 4;
+        struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
+    unsigned long long syncs2 = fake_count("gsfake_calls", "cuCtxSynchronize");
+    printf("sync rc=%d captured %llu records-captured %llu syncs-during %llu syncs-after %llu\n",
+           A.cuCtxSynchronize(), fake_count("gsfake_captured_launches", NULL),
+           fake_count("gsfake_captured_records", NULL), syncs1 - syncs0, syncs2 - syncs1);
     return 0;
 }
 
