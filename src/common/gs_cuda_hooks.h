@@ -71,6 +71,7 @@
       HOOK)                                                                                       \
     X(cuMemHostUnregister, (void *p), (p), HOOK)                                                  \
     X(cuMemGetInfo_v2, (size_t * free, size_t * total), (free, total), HOOK)                      \
+    X(cuDeviceGraphMemTrim, (CUdevice device), (device), HOOK)                                    \
     X(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev), (bytes, dev), HOOK)
 
 /* Every way work reaches the GPU. Three more columns:

@@ -1158,6 +1158,17 @@ GS_API CUresult cuMemHostUnregister(void *p)
     return host_free(CALL_REAL(cuMemHostUnregister, (p)), p);
 }
 
+/* The graphs' memory given back at a trim is seen at once, not at the next
+ * synchronisation. */
+GS_API CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+    gs_ensure_init();
+    CUresult rc = CALL_REAL(cuDeviceGraphMemTrim, (device));
+    if (rc == CUDA_SUCCESS && gs_g.enforce)
+        (void)graph_refresh();
+    return rc;
+}
+
 /* ---- a context's end ------------------------------------------------------ */
 
 struct ctx_gone {

@@ -2079,6 +2079,7 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     struct ctx *c = ctx_current();
     if (!c || c->refs == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
+    c->reset = false; /* used: active again */
     struct fake_event *ev = calloc(1, sizeof *ev);
     if (!ev)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -2401,8 +2402,9 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
     ENTER(cuModuleLoadData);
     NEED_INIT();
     struct ctx *c = ctx_current();
-    if (!c)
+    if (!c || c->refs == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
+    c->reset = false; /* used: active again */
     if (!module || !image)
         return CUDA_ERROR_INVALID_VALUE;
     const char *text = image;

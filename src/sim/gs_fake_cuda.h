@@ -35,17 +35,16 @@
  * args). The _v2 forms of cuCtxGetDevice/cuCtxSynchronize (13000, extra
  * CUcontext) exist so the resolver answers at 13000 what the real driver
  * answers. */
-#define GS_FAKE_CU_EXTRAS(X)                                                                    \
-    X(cuGetExportTable, (const void **ppExportTable, const void *pExportTableId),               \
-      (ppExportTable, pExportTableId))                                                          \
-    X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))                     \
-    X(cuStreamQuery_ptsz, (CUstream hStream), (hStream))                                        \
-    X(cuMemGetAllocationGranularity,                                                            \
-      (size_t * granularity, const CUmemAllocationProp *prop, int option),                      \
-      (granularity, prop, option))                                                              \
-    X(cuMemPoolSetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value))   \
-    X(cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev)) \
-    X(cuDeviceGraphMemTrim, (CUdevice device), (device))
+#define GS_FAKE_CU_EXTRAS(X)                                                                  \
+    X(cuGetExportTable, (const void **ppExportTable, const void *pExportTableId),             \
+      (ppExportTable, pExportTableId))                                                        \
+    X(cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx), (device, ctx))                   \
+    X(cuStreamQuery_ptsz, (CUstream hStream), (hStream))                                      \
+    X(cuMemGetAllocationGranularity,                                                          \
+      (size_t * granularity, const CUmemAllocationProp *prop, int option),                    \
+      (granularity, prop, option))                                                            \
+    X(cuMemPoolSetAttribute, (CUmemoryPool pool, int attr, void *value), (pool, attr, value)) \
+    X(cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))
 
 /* Every entry point the fake exports (and accepts in GS_FAKE_FAIL). Its
  * consumers take X(name, params, ...): the rows of gs_cuda_hooks.h carry
