@@ -7,13 +7,16 @@
  * managed memory, arrays and pinned host memory made in it, and its events,
  * streams and modules; it keeps the stream-ordered pools' memory and
  * cuMemCreate's, which belong to the device (measured on the H200:
- * docs/interposer.md). So, once the driver says it ended:
- *   - every charge tagged with the context is given back (memory.c), or the
- *     slice would count memory nobody holds and refuse what fits;
- *   - the interposer forgets its own objects made there: the event ring's
- *     events (ring.c), yield = shrink's events (green.c), the prime's kernel
- *     and stream (prime.c). A primary context keeps its handle across a
- *     reset, and the driver crashes on an event of the old one.
+ * docs/interposer.md). So:
+ *   - the interposer's own objects made there go: the event ring's events
+ *     (ring.c), yield = shrink's green context (green.c), destroyed before a
+ *     reset or destroy while the context lives, only forgotten after a
+ *     release found to have been the last; the prime's kernel and stream are
+ *     forgotten (prime.c). A primary context keeps its handle across a
+ *     reset, and the driver crashes on an event of the old one;
+ *   - once the driver says it ended, every charge tagged with the context is
+ *     given back (memory.c), or the slice would count memory nobody holds
+ *     and refuse what fits.
  *
  * The tags: a table of the contexts allocations were made in, looked up by
  * the handle current at the allocation (one cuCtxGetCurrent, and a compare

@@ -137,6 +137,15 @@ void gs_green_refused(CUresult green_rc)
                 (int)green_rc);
 }
 
+/* The green context's handles, dropped (its state says what follows). */
+static void forget(void)
+{
+    green.g = NULL;
+    green.stream = NULL;
+    green.in = green.out = NULL;
+    green.made_in = NULL;
+}
+
 void gs_green_ctx_end(CUcontext ctx, int alive)
 {
     const struct gs_real *r = &gs_g.real;
@@ -157,10 +166,7 @@ void gs_green_ctx_end(CUcontext ctx, int alive)
             if (r->cuGreenCtxDestroy)
                 r->cuGreenCtxDestroy(green.g);
         }
-        green.g = NULL;
-        green.stream = NULL;
-        green.in = green.out = NULL;
-        green.made_in = NULL;
+        forget();
     }
     pthread_mutex_unlock(&green.lock);
 }
@@ -172,8 +178,5 @@ void gs_green_after_fork(void)
     pthread_mutex_init(&green.lock, NULL);
     atomic_store(&green.state, 0);
     green.dev = 0;
-    green.g = NULL;
-    green.stream = NULL;
-    green.in = green.out = NULL;
-    green.made_in = NULL;
+    forget();
 }

@@ -118,11 +118,17 @@ void gs_launch_init(const char *state_dir);
 void gs_prime_init(void);
 void gs_prime_launched(uint64_t now);
 void gs_prime_idle(uint64_t now);
-/* Stream captures (launch.c): whether one is under way in this process; and
- * the calling thread put in the relaxed capture mode around a query of ours
- * while one is (relax: 1 if it did, with the mode to restore in *saved). */
+/* Stream captures (launch.c): whether one is under way in this process;
+ * whether stream s is being captured (or was, and the capture is
+ * invalidated but not yet ended); and the calling thread put in the relaxed
+ * capture mode around a query of ours while one is under way (relax), or
+ * whether or not one is known to be (relax_now: a caller that may be inside
+ * a capture the count has not seen): 1 if it did, with the mode to restore
+ * in *saved. */
 int gs_captures_any(void);
+int gs_stream_captured(CUstream s);
 int gs_capture_relax(CUstreamCaptureMode *saved);
+int gs_capture_relax_now(CUstreamCaptureMode *saved);
 void gs_capture_restore(int relaxed, CUstreamCaptureMode saved);
 /* Gives back what stream-ordered pools released (at syncs and trims). */
 uint64_t gs_mem_pools_refresh(void);

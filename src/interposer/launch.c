@@ -126,32 +126,35 @@ void gs_launch_ctx_gone(CUcontext ctx)
  * to cuStreamEndCapture*; counted before the driver begins one, so that
  * nothing of ours touches it from its first moment). While there is one,
  * nothing of ours may invalidate it: in the global capture mode (PyTorch's)
- * any thread's event query or
- * pool read does, and a whole-context sync does in every mode. So launches
- * onto a capturing stream pass the controller (they run nothing until the
- * graph is launched), a drain does not synchronise the context, and our
- * event and pool queries run in the relaxed mode (gs_capture_relax). */
+ * any thread's event query or pool read does, and a whole-context sync does
+ * in every mode. So launches onto a capturing stream pass the controller
+ * (they run nothing until the graph is launched), a drain does not
+ * synchronise the context, and our event and pool queries run in the
+ * relaxed mode (gs_capture_relax). */
 
 int gs_captures_any(void)
 {
     return atomic_load_explicit(&captures, memory_order_relaxed) > 0;
 }
 
-/* Whether s is being captured (or was, and the capture is invalidated but
- * not yet ended). */
-static int stream_captured(CUstream s)
+int gs_stream_captured(CUstream s)
 {
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
     return gs_g.real.cuStreamIsCapturing && gs_g.real.cuStreamIsCapturing(s, &cs) == CUDA_SUCCESS &&
            cs != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-int gs_capture_relax(CUstreamCaptureMode *saved)
+int gs_capture_relax_now(CUstreamCaptureMode *saved)
 {
-    if (GS_LIKELY(!gs_captures_any()) || !gs_g.real.cuThreadExchangeStreamCaptureMode)
+    if (!gs_g.real.cuThreadExchangeStreamCaptureMode)
         return 0;
     *saved = CU_STREAM_CAPTURE_MODE_RELAXED;
     return gs_g.real.cuThreadExchangeStreamCaptureMode(saved) == CUDA_SUCCESS;
+}
+
+int gs_capture_relax(CUstreamCaptureMode *saved)
+{
+    return GS_UNLIKELY(gs_captures_any()) && gs_capture_relax_now(saved);
 }
 
 void gs_capture_restore(int relaxed, CUstreamCaptureMode saved)
@@ -183,18 +186,18 @@ CAPTURE_BEGIN_HOOK(cuStreamBeginCaptureToGraph_ptsz, GS_CU_CAPTURE_PARAMS_TO_GRA
 
 /* A capture ends at cuStreamEndCapture, whatever it returns, if the stream
  * was being captured before and is not after. */
-#define CAPTURE_END_HOOK(name, null)                         \
-    GS_API CUresult name(CUstream hStream, CUgraph *phGraph) \
-    {                                                        \
-        gs_ensure_init();                                    \
-        if (GS_UNLIKELY(!gs_g.real.name))                    \
-            return CUDA_ERROR_NOT_SUPPORTED;                 \
-        CUstream s = NULL_STREAM_##null(hStream);            \
-        int was = gs_captures_any() && stream_captured(s);   \
-        CUresult rc = gs_g.real.name(hStream, phGraph);      \
-        if (was && !stream_captured(s))                      \
-            atomic_fetch_sub(&captures, 1);                  \
-        return rc;                                           \
+#define CAPTURE_END_HOOK(name, null)                          \
+    GS_API CUresult name(CUstream hStream, CUgraph *phGraph)  \
+    {                                                         \
+        gs_ensure_init();                                     \
+        if (GS_UNLIKELY(!gs_g.real.name))                     \
+            return CUDA_ERROR_NOT_SUPPORTED;                  \
+        CUstream s = NULL_STREAM_##null(hStream);             \
+        int was = gs_captures_any() && gs_stream_captured(s); \
+        CUresult rc = gs_g.real.name(hStream, phGraph);       \
+        if (was && !gs_stream_captured(s))                    \
+            atomic_fetch_sub(&captures, 1);                   \
+        return rc;                                            \
     }
 
 /* From the limits: the guard; and where the other tenants' state is. */
@@ -399,8 +402,7 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
     gs_ring_trim(0, 0, kernel_seen);
     /* A context sync would invalidate a capture under way: then the events
      * alone tell (the window's end is as they saw it). */
-    int capturing = gs_captures_any();
-    if (capturing)
+    if (gs_captures_any())
         seen->all_done = 0;
     else if (gs_g.real.cuCtxSynchronize)
         gs_g.real.cuCtxSynchronize();
@@ -682,7 +684,7 @@ CAPTURE_END_HOOK(cuStreamEndCapture_ptsz, PER_THREAD)
             return gs_g.real.name args;                                      \
         count_launch();                                                      \
         CUstream stream = NULL_STREAM_##null(STREAM_##stream_in);            \
-        if (GS_UNLIKELY(gs_captures_any()) && stream_captured(stream))       \
+        if (GS_UNLIKELY(gs_captures_any()) && gs_stream_captured(stream))    \
             return gs_g.real.name args; /* captured: runs nothing now */     \
         cc_before();                                                         \
         CUlaunchConfig shadow;                                               \

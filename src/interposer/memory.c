@@ -412,17 +412,11 @@ static struct {
     _Atomic int dev;           /* the device followed, -1 until the first read */
 } graph = {.dev = -1};
 
-/* Whether s is being captured into a graph (a _ptsz NULL stream: the
- * thread's own; the legacy stream is never captured). */
+/* Whether an allocation's stream s is being captured into a graph (a _ptsz
+ * form's NULL stream: the thread's own; the legacy stream is never captured). */
 static int capturing(CUstream s, int ptsz)
 {
-    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!REAL(cuStreamIsCapturing))
-        return 0;
-    if (!s && ptsz)
-        s = CU_STREAM_PER_THREAD;
-    return gs_g.real.cuStreamIsCapturing(s, &cs) == CUDA_SUCCESS &&
-           cs != CU_STREAM_CAPTURE_STATUS_NONE;
+    return gs_stream_captured(!s && ptsz ? CU_STREAM_PER_THREAD : s);
 }
 
 static void graph_after_fork(void)
@@ -439,13 +433,13 @@ void gs_mem_graph_launched(void)
         atomic_store(&graph.launched, 1);
 }
 
-/* Brings `extra` to the reservation less the captured requests' charges. */
+/* Brings `extra` to the reservation less the captured requests' charges
+ * (graph_refresh: once a graph has been launched). */
 static void graph_settle(uint64_t *released)
 {
     CUdevice dev;
     cuuint64_t r = 0;
-    if (!atomic_load_explicit(&graph.launched, memory_order_relaxed) ||
-        !REAL(cuDeviceGetGraphMemAttribute) || !REAL(cuCtxGetDevice) ||
+    if (!REAL(cuDeviceGetGraphMemAttribute) || !REAL(cuCtxGetDevice) ||
         gs_g.real.cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
         gs_g.real.cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &r) !=
             CUDA_SUCCESS)
@@ -619,13 +613,16 @@ uint64_t gs_mem_pools_refresh(void)
     return released + graph_refresh();
 }
 
-/* graph_settle in the relaxed capture mode; what it gave back. */
+/* graph_settle in the relaxed capture mode (it may run inside a capture:
+ * a refused captured allocation's); what it gave back. Nothing to do, and
+ * no driver call, before a graph has been launched: every sync comes here. */
 static uint64_t graph_refresh(void)
 {
     uint64_t released = 0;
-    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-    int relaxed = gs_g.real.cuThreadExchangeStreamCaptureMode &&
-                  gs_g.real.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+    if (GS_LIKELY(!atomic_load_explicit(&graph.launched, memory_order_relaxed)))
+        return 0;
+    CUstreamCaptureMode mode;
+    int relaxed = gs_capture_relax_now(&mode);
     graph_settle(&released);
     gs_capture_restore(relaxed, mode);
     return released;

@@ -453,6 +453,15 @@ static struct rec *rec_find(unsigned kinds, uint64_t addr)
     return NULL;
 }
 
+/* An application stream's record (NULL: none, or the legacy or per-thread
+ * default stream, which have none). */
+static struct rec *stream_rec(CUstream s)
+{
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return NULL;
+    return rec_find(K_STREAM, (uint64_t)(uintptr_t)s);
+}
+
 static void rec_del(struct rec *r)
 {
     *r = st.recs[--st.nrecs];
@@ -1286,8 +1295,8 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
         return CUDA_ERROR_INVALID_HANDLE;
     if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
         return CUDA_ERROR_INVALID_VALUE;
-    struct rec *cap = hStream ? rec_find(K_STREAM, (uint64_t)(uintptr_t)hStream) : NULL;
-    if (cap && cap->capture) { /* captured into the graph: nothing runs now */
+    struct rec *r = stream_rec(hStream);
+    if (r && r->capture) { /* captured into the graph: nothing runs now */
         atomic_fetch_add(&captured_launches, 1);
         return CUDA_SUCCESS;
     }
@@ -1302,7 +1311,6 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
     if (*busy > st.devs[dev].busy_until)
         st.devs[dev].busy_until = *busy;
     atomic_fetch_add(&launches, 1);
-    struct rec *r = hStream ? rec_find(K_STREAM, (uint64_t)(uintptr_t)hStream) : NULL;
     if (r && r->green_sms)
         atomic_fetch_add(&green_launches, 1);
     if (fake_function_is_ours(what))
@@ -1441,7 +1449,7 @@ static CUresult sync_wait(CUstream s, bool whole_device, CUcontext ctx)
         /* A whole-device sync during any capture, or a sync of a capturing
          * stream, invalidates the capture (measured on NVIDIA GPUs: the
          * capture's mode and the calling thread's do not matter). */
-        struct rec *r = s ? rec_find(K_STREAM, (uint64_t)(uintptr_t)s) : NULL;
+        struct rec *r = stream_rec(s);
         if ((whole_device || (r && r->capture)) && (rc = capture_hazard(true)) != CUDA_SUCCESS)
             return rc;
         if (whole_device) {
@@ -2105,7 +2113,7 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
     CUresult rc = stream_queue(hStream, &dev, &busy);
     if (rc != CUDA_SUCCESS)
         return rc;
-    struct rec *cap = hStream ? rec_find(K_STREAM, (uint64_t)(uintptr_t)hStream) : NULL;
+    struct rec *cap = stream_rec(hStream);
     if (cap && cap->capture) /* a node of the graph being captured */
         atomic_fetch_add(&captured_records, 1);
     ev->recorded = 1;
@@ -2326,7 +2334,7 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 
 static bool stream_captured(CUstream s)
 {
-    struct rec *r = rec_find(K_STREAM, (uint64_t)(uintptr_t)s);
+    struct rec *r = stream_rec(s);
     return st.capture && r && !r->green_sms;
 }
 
@@ -2344,7 +2352,7 @@ CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureSta
     /* The fake captures nothing; with GS_FAKE_CAPTURE=1 the application's
      * own streams say they are being captured (what the interposer sees of
      * a capture). */
-    struct rec *r = hStream ? rec_find(K_STREAM, (uint64_t)(uintptr_t)hStream) : NULL;
+    struct rec *r = stream_rec(hStream);
     if (r && r->capture) /* a capture begun with cuStreamBeginCapture */
         *captureStatus = r->capture == 2 ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                                          : CU_STREAM_CAPTURE_STATUS_ACTIVE;
@@ -2490,9 +2498,7 @@ static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode)
     NEED_INIT();
     if ((int)mode < 0 || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
         return CUDA_ERROR_INVALID_VALUE;
-    struct rec *r = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD
-                        ? rec_find(K_STREAM, (uint64_t)(uintptr_t)s)
-                        : NULL;
+    struct rec *r = stream_rec(s);
     if (!r) /* the legacy stream cannot be captured; the fake keeps no per-thread ones */
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (r->capture)
@@ -2505,7 +2511,7 @@ static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode)
 static CUresult end_capture(CUstream s, CUgraph *g)
 {
     NEED_INIT();
-    struct rec *r = s ? rec_find(K_STREAM, (uint64_t)(uintptr_t)s) : NULL;
+    struct rec *r = stream_rec(s);
     if (!g)
         return CUDA_ERROR_INVALID_VALUE;
     if (!r || !r->capture)
