@@ -518,6 +518,12 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
          * before the next period's is considered, or it would stay "busy"
          * in our ledger, unaccounted, while we sleep. */
         me->in_window = 0;
+        /* Alone (nobody else wants the GPU) and held to no less than the
+         * period, our next window begins right here: nothing of ours can
+         * run into another tenant's window, and the drain need not wait
+         * (gs_cc_step closes it without: a wait would hold every thread of
+         * ours until all our streams' queued work has run, once a period). */
+        me->next_ours = d.go && d.window_start_ns == me->window_end;
         return GS_CC_DRAIN;
     }
     if (ws != me->window_start) {
@@ -633,7 +639,9 @@ enum gs_cc_action gs_cc_step(struct gs_cc_self *me, const struct gs_cc_io *io, u
         if (a == GS_CC_DRAIN) {
             struct gs_cc_seen seen = {0};
             me->drain_start = io->clock(io->ctx); /* not now: reading the peers lies between */
-            if (!io->drain(io->ctx, &seen))
+            if (me->next_ours && io->close)
+                io->close(io->ctx, &seen);
+            else if (!io->drain(io->ctx, &seen))
                 return a;
             gs_cc_drain_done(me, io, &seen);
             continue;

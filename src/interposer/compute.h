@@ -128,6 +128,8 @@ struct gs_cc_self {
     uint64_t window_start, window_len, used_from;
     uint64_t closed_window; /* start of the window we last drained */
     int in_window;          /* launched in the current window; drain before waiting */
+    int next_ours;          /* at the last GS_CC_DRAIN: our next window begins where this one
+                               ended (no other tenant wants the GPU, no cap holds us back) */
     int critical_recent;    /* at the last decision: a critical tenant was busy, or was
                                recently (decision's critical_recent) */
     /* The guard (above): */
@@ -192,6 +194,11 @@ struct gs_cc_io {
      * seen of it before the drain in *seen; 0 if it goes on without us (the
      * caller then calls gs_cc_drain_done once it has). */
     int (*drain)(void *ctx, struct gs_cc_seen *seen);
+    /* Optional (NULL: drain): closes the window without waiting for our
+     * queued work, where the next window is ours at once (me->next_ours):
+     * what was seen of our work in *seen. The work runs on into our next
+     * window, where nobody else's is due. */
+    void (*close)(void *ctx, struct gs_cc_seen *seen);
     /* Sleeps until `until`: 1 once it has; 0 if the caller sleeps instead. */
     int (*sleep)(void *ctx, uint64_t until);
     /* Optional (NULL: none): told each decision to launch (t: me->until) or

@@ -390,6 +390,27 @@ static uint64_t all_done_at(uint64_t launches, CUcontext ctx)
     return at;
 }
 
+/* What a window's end saw of our work (launches0: counted when it began),
+ * and the next window's events paced from this one's GPU time per launch
+ * (as the window is charged: to when its work finished). */
+static void window_seen(struct gs_cc_seen *seen, uint64_t launches0, uint64_t from,
+                        uint64_t drain_start)
+{
+    /* A launch another thread had sent but not yet counted when the drain
+     * began is counted by now (it takes microseconds, the drain's sync at
+     * least as long): its work may have run after that synchronisation, and
+     * this drain waited for it. */
+    uint64_t launches = gs_ring_launches();
+    if (launches != launches0)
+        seen->all_done = 0;
+    seen->last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
+    seen->last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
+    uint64_t done = gs_cc_work_finished(drain_start, gs_clock_ns(), seen);
+    if (from && done > from)
+        gs_ring_pace(done - from, launches - cc.paced_launches);
+    cc.paced_launches = launches;
+}
+
 /* Waits for all our queued work, outside cc.lock; no step decides meanwhile. */
 static int io_drain(void *ctx, struct gs_cc_seen *seen)
 {
@@ -406,25 +427,26 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
         seen->all_done = 0;
     else if (gs_g.real.cuCtxSynchronize)
         gs_g.real.cuCtxSynchronize();
-    /* A launch another thread had sent but not yet counted when the drain
-     * began is counted by now (it takes microseconds, the drain's sync at
-     * least as long): its work may have run after that synchronisation, and
-     * this drain waited for it. */
-    uint64_t launches = gs_ring_launches();
-    if (launches != launches0)
-        seen->all_done = 0;
-    seen->last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
-    seen->last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
-    /* The window's GPU time per launch (as the window is charged: to when
-     * its work finished) paces the next window's events. */
-    uint64_t done = gs_cc_work_finished(drain_start, gs_clock_ns(), seen);
-    if (from && done > from)
-        gs_ring_pace(done - from, launches - cc.paced_launches);
-    cc.paced_launches = launches;
+    window_seen(seen, launches0, from, drain_start);
     pthread_mutex_lock(&cc.lock);
     cc.draining = 0;
     pthread_cond_broadcast(&cc.drain_over);
     return 1;
+}
+
+/* Our next window begins where this one ended: it closes, under cc.lock,
+ * without waiting for our work. With work of ours still queued (an event
+ * unfinished) the window is charged to now, and the next one from now: the
+ * queued work runs on, charged there. Else as a drain that found nothing
+ * left: to our last launch or sync, or a whole-context sync after them (the
+ * launches after our last event, about 1 ms of work at most, are not seen). */
+static void io_close(void *ctx, struct gs_cc_seen *seen)
+{
+    (void)ctx;
+    uint64_t launches0 = gs_ring_launches();
+    seen->all_done =
+        gs_ring_window_closed() ? gs_clock_ns() : all_done_at(launches0, gs_current_ctx());
+    window_seen(seen, launches0, cc.self.used_from, cc.self.drain_start);
 }
 
 /* Sleeps outside cc.lock. */
@@ -471,6 +493,7 @@ static const struct gs_cc_io io = {
     .read_peers = io_read_peers,
     .publish = io_publish,
     .drain = io_drain,
+    .close = io_close,
     .sleep = io_sleep,
     .note = io_note,
 };
@@ -480,7 +503,7 @@ static const struct gs_cc_io io = {
  * tenant, or the next window's owner, waits for little of our work; then
  * opens the hot path until the decision's end, unless a later decision of
  * another thread of ours has come meanwhile (it opens it for itself). */
-static void cc_slow(void)
+static void cc_slow(CUstream s)
 {
     power_tick();
     uint64_t wait, until = 0, decision = 0;
@@ -501,7 +524,7 @@ static void cc_slow(void)
          * then decide again, from the clock after the wait (the guard reckons
          * that a kernel starts when it is allowed). The queue is short now:
          * the second round does not wait. */
-        if (!gs_ring_trim(crit ? depth : GS_RING_SLOTS - 1, crit, kernel_seen))
+        if (!(crit ? gs_ring_trim(depth, 1, kernel_seen) : gs_ring_bound(s)))
             break;
     }
     pthread_mutex_lock(&cc.lock);
@@ -534,7 +557,7 @@ static void coarse_fit(uint64_t now)
                 (double)(now - c) / 1e6);
 }
 
-static inline void cc_before(void)
+static inline void cc_before(CUstream s)
 {
     if (!cc.on)
         return;
@@ -568,7 +591,7 @@ static inline void cc_before(void)
             !gs_ring_trim(atomic_load_explicit(&cc.depth, memory_order_relaxed), 1, kernel_seen))
             return;
     }
-    cc_slow();
+    cc_slow(s);
     now = gs_clock_ns();
     atomic_store_explicit(&cc.last_launch, now, memory_order_relaxed);
     coarse_fit(now);
@@ -686,7 +709,7 @@ CAPTURE_END_HOOK(cuStreamEndCapture_ptsz, PER_THREAD)
         CUstream stream = NULL_STREAM_##null(STREAM_##stream_in);            \
         if (GS_UNLIKELY(gs_captures_any()) && gs_stream_captured(stream))    \
             return gs_g.real.name args; /* captured: runs nothing now */     \
-        cc_before();                                                         \
+        cc_before(stream);                                                   \
         CUlaunchConfig shadow;                                               \
         (void)shadow;                                                        \
         int on_green = green && GREEN_OK_##stream_in && green_enter(stream); \

@@ -36,18 +36,29 @@ static inline int gs_peers_any_critical(void)
 
 /* ---- ring.c: events after our launches --------------------------------- */
 
-enum { GS_RING_SLOTS = 4 }; /* events outstanding at most */
+/* Events outstanding at most on one stream without a critical tenant, and
+ * on all streams together. */
+enum { GS_RING_SLOTS = 4, GS_RING_POOL = 32 };
 
 /* After a launch on s: records an event on s, after each launch next to a
  * critical tenant (crit), otherwise after every gs_ring_pace-th one, first
- * waiting (a while at most) for the oldest when GS_RING_SLOTS are outstanding. */
+ * making room as gs_ring_bound does. */
 void gs_ring_record(CUstream s, int crit);
+/* Without a critical tenant: waits (a while at most) while s has
+ * GS_RING_SLOTS events outstanding, for its oldest, and while the pool is
+ * full, for the oldest of all. Returns 1 when it had to wait. */
+int gs_ring_bound(CUstream s);
+/* A window closed without a drain (its successor is ours): the queues are
+ * bounded again, as after a drain. Returns 1 if an event of ours is still
+ * unfinished (work queued: it runs on into the next window), without
+ * waiting; the finished ones are dropped. */
+int gs_ring_window_closed(void);
 /* Launches gs_ring_record has seen, in all. */
 uint64_t gs_ring_launches(void);
 /* Paces the events from our last window: its GPU time and its launches. */
 void gs_ring_pace(uint64_t gpu_ns, uint64_t launches);
-/* Waits while more than max events are outstanding, for the oldest; next to
- * a critical tenant (crit) with nothing to be queued (max 0) it spins first.
+/* Waits while more than max events are outstanding on any stream, for the
+ * oldest first; next to a critical tenant (crit) with nothing to be queued (max 0) it spins first.
  * A wait that saw a kernel of ours run alone (nothing of ours before it)
  * from launch to end tells seen (start, end), with no lock of ring.c held. */
 typedef void gs_ring_seen_fn(uint64_t start, uint64_t end);

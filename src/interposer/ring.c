@@ -4,10 +4,16 @@
  * in front of it). Otherwise one per ring.every launches, paced so that an
  * event covers about COVER_NS of our GPU work (gs_ring_pace, from the last
  * window's GPU time per launch), and a launch that would record a fifth
- * while GS_RING_SLOTS are outstanding first waits for the oldest: what we
- * keep queued is about GS_RING_SLOTS x COVER_NS of work whatever the size
- * of our kernels, so a window's end waits for little. Tiny kernels then
- * record an event once in hundreds of launches, big ones after each.
+ * event on its stream while GS_RING_SLOTS of that stream's are outstanding
+ * first waits for that stream's oldest: each stream keeps about
+ * GS_RING_SLOTS x COVER_NS of work queued whatever the size of its kernels,
+ * so a window's end waits for little, and a thread's launch never waits
+ * behind another stream's kernels. (With one ring for the whole process, a
+ * thread of short kernels beside one of long kernels waited for the long
+ * ones' events: docs/benchmarks.md.) Tiny kernels then record an event once
+ * in hundreds of launches, big ones after each. The events of all streams
+ * share GS_RING_POOL slots; once they are all taken, a recording first
+ * waits for the oldest of them all.
  *
  * ring.lock guards the slots: it is held for their bookkeeping and for the
  * driver's event calls on them (create, record, query: none of them waits for
@@ -38,7 +44,7 @@
  * bounds of the launches per event (before the first window's pace: START). */
 #define COVER_NS (1000ull * 1000)
 enum { EVERY_START = 4, EVERY_MAX = 1024 };
-/* A launch waits at most this long for the oldest event of a full ring
+/* A launch waits at most this long for the oldest event of a full stream
  * (waiting for our own work on the GPU costs us nothing: more of it is
  * queued behind). Work that does not finish meanwhile is very long, or waits
  * on the host (a kernel that spins on a flag the application sets after more
@@ -46,23 +52,139 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
  * wait never deadlocks. */
 #define FULL_WAIT_MAX_NS (50ull * 1000 * 1000)
 
+/* Which stream an event is on, for the bound of each stream's queue. The
+ * handle names a stream of its own, but the default streams' handles are
+ * the same in every thread: the per-thread one is told apart by the thread
+ * (its address of a thread-local), and the legacy one has two names. */
+struct key {
+    CUstream s;
+    const void *thread;
+};
+static __thread char thread_tag;
+
+static struct key key_of(CUstream s)
+{
+    if (s == CU_STREAM_LEGACY)
+        s = NULL;
+    return (struct key){s, s == CU_STREAM_PER_THREAD ? &thread_tag : NULL};
+}
+
+static int same(struct key a, struct key b)
+{
+    return a.s == b.s && a.thread == b.thread;
+}
+
 static struct {
     pthread_mutex_t lock;
-    CUevent ev[GS_RING_SLOTS];
-    CUcontext ctx[GS_RING_SLOTS];      /* the context each event was made in */
-    uint64_t t[GS_RING_SLOTS];         /* when each was recorded */
-    uint64_t seq[GS_RING_SLOTS];       /* which recording it holds (1, 2, ...) */
-    unsigned char solo[GS_RING_SLOTS]; /* ... with nothing of ours before it on the GPU */
-    int head;
+    CUevent ev[GS_RING_POOL];
+    CUcontext ctx[GS_RING_POOL];      /* the context each event was made in */
+    struct key key[GS_RING_POOL];     /* the stream each outstanding one is on */
+    uint64_t t[GS_RING_POOL];         /* when each was recorded */
+    uint64_t seq[GS_RING_POOL];       /* which recording it holds (1, 2, ...; 0: none) */
+    unsigned char solo[GS_RING_POOL]; /* ... with nothing of ours before it on the GPU */
     _Atomic int n;     /* outstanding; read without the lock to see there is nothing to do */
     uint64_t recorded; /* recordings so far */
     _Atomic uint64_t launches; /* launches counted here, in all */
     _Atomic uint64_t last;     /* ... at the last recording */
     _Atomic unsigned every;    /* without a critical tenant: launches per event */
-    _Atomic int unbounded;     /* a full ring's wait timed out: none until a drain */
+    _Atomic int unbounded;     /* a full stream's wait timed out: none until a drain */
 } ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START};
 
+/* Under ring.lock. The oldest outstanding event (of stream k; NULL: of any),
+ * -1 if none; and how many k has outstanding. */
+static int oldest(const struct key *k)
+{
+    int o = -1;
+    for (int i = 0; i < GS_RING_POOL; i++)
+        if (ring.seq[i] && (!k || same(ring.key[i], *k)) && (o < 0 || ring.seq[i] < ring.seq[o]))
+            o = i;
+    return o;
+}
+
+static int outstanding(struct key k)
+{
+    int c = 0;
+    for (int i = 0; i < GS_RING_POOL; i++)
+        c += ring.seq[i] && same(ring.key[i], k);
+    return c;
+}
+
+/* Under ring.lock: whether slot i's work has finished (an event of ours is
+ * queried in relaxed capture mode: a query in global mode would invalidate
+ * another thread's capture). */
+static CUresult query(int i)
+{
+    CUstreamCaptureMode mode;
+    int relaxed = gs_capture_relax(&mode);
+    CUresult q = gs_g.real.cuEventQuery ? gs_g.real.cuEventQuery(ring.ev[i]) : CUDA_SUCCESS;
+    gs_capture_restore(relaxed, mode);
+    return q;
+}
+
+static void drop(int i)
+{
+    ring.seq[i] = 0;
+    atomic_store_explicit(&ring.n, atomic_load_explicit(&ring.n, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+}
+
 static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int *timed_out);
+
+/* Waits, until deadline at most, while stream k has more than max events
+ * outstanding: for its oldest (one stream's events finish in order). */
+static int trim_stream(struct key k, int max, uint64_t deadline, int *timed_out)
+{
+    int waited = 0;
+    pthread_mutex_lock(&ring.lock);
+    while (outstanding(k) > max) {
+        int o = oldest(&k);
+        if (query(o) != CUDA_ERROR_NOT_READY) {
+            drop(o);
+            continue;
+        }
+        waited = 1;
+        pthread_mutex_unlock(&ring.lock);
+        uint64_t now = gs_clock_ns();
+        if (now >= deadline) {
+            *timed_out = 1;
+            return waited;
+        }
+        gs_clock_sleep_until(now + POLL_NS);
+        pthread_mutex_lock(&ring.lock);
+    }
+    pthread_mutex_unlock(&ring.lock);
+    return waited;
+}
+
+/* Without a critical tenant, before a launch on s is followed by its event:
+ * room for one more of s's, and one more slot of the pool, waiting (a while
+ * at most) for s's oldest, and for the oldest of all where the pool is full.
+ * A wait that times out leaves the queues unbounded until the next drain. */
+static int make_room(CUstream s)
+{
+    if (atomic_load_explicit(&ring.unbounded, memory_order_relaxed))
+        return 0;
+    int timed_out = 0;
+    uint64_t deadline = gs_clock_ns() + FULL_WAIT_MAX_NS;
+    int waited = trim_stream(key_of(s), GS_RING_SLOTS - 1, deadline, &timed_out);
+    if (!timed_out && atomic_load_explicit(&ring.n, memory_order_relaxed) >= GS_RING_POOL)
+        waited |= trim(GS_RING_POOL - 1, 0, NULL, deadline, &timed_out);
+    if (timed_out) {
+        static _Atomic int said;
+        atomic_store_explicit(&ring.unbounded, 1, memory_order_relaxed);
+        if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
+            GS_LOGI("the oldest of our queued work did not finish in %.0f ms (a long kernel, "
+                    "or one waiting on the host): our queue is left unbounded until the "
+                    "window's end (said once)",
+                    (double)FULL_WAIT_MAX_NS / 1e6);
+    }
+    return waited;
+}
+
+int gs_ring_bound(CUstream s)
+{
+    return make_room(s);
+}
 
 void gs_ring_record(CUstream s, int crit)
 {
@@ -72,25 +194,22 @@ void gs_ring_record(CUstream s, int crit)
         !gs_g.real.cuEventRecord)
         return;
     atomic_store_explicit(&ring.last, k, memory_order_relaxed);
-    if (!crit && atomic_load_explicit(&ring.n, memory_order_relaxed) >= GS_RING_SLOTS &&
-        !atomic_load_explicit(&ring.unbounded, memory_order_relaxed)) {
-        int timed_out = 0;
-        trim(GS_RING_SLOTS - 1, 0, NULL, gs_clock_ns() + FULL_WAIT_MAX_NS, &timed_out);
-        if (timed_out) {
-            static _Atomic int said;
-            atomic_store_explicit(&ring.unbounded, 1, memory_order_relaxed);
-            if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
-                GS_LOGI("the oldest of our queued work did not finish in %.0f ms (a long kernel, "
-                        "or one waiting on the host): our queue is left unbounded until the "
-                        "window's end (said once)",
-                        (double)FULL_WAIT_MAX_NS / 1e6);
-        }
-    }
+    if (!crit)
+        (void)make_room(s);
     CUstreamCaptureMode mode;
     int relaxed = gs_capture_relax(&mode);
     pthread_mutex_lock(&ring.lock);
     int n = atomic_load_explicit(&ring.n, memory_order_relaxed);
-    int slot = (ring.head + n) % GS_RING_SLOTS; /* full: the oldest, recorded anew */
+    /* The first free slot (those made first have their events), else, all
+     * taken (the queues unbounded, or next to a critical tenant), the oldest,
+     * recorded anew. */
+    int slot = -1;
+    for (int i = 0; i < GS_RING_POOL && slot < 0; i++)
+        if (!ring.seq[i])
+            slot = i;
+    int was_free = slot >= 0;
+    if (!was_free)
+        slot = oldest(NULL);
     if (!ring.ev[slot]) {
         if (gs_g.real.cuEventCreate(&ring.ev[slot], CU_EVENT_DISABLE_TIMING_FLAG) == CUDA_SUCCESS)
             ring.ctx[slot] = gs_current_ctx();
@@ -101,8 +220,11 @@ void gs_ring_record(CUstream s, int crit)
         ring.t[slot] = gs_clock_ns();
         ring.solo[slot] = n == 0 && crit;
         ring.seq[slot] = ++ring.recorded;
-        if (n < GS_RING_SLOTS)
+        ring.key[slot] = key_of(s);
+        if (was_free)
             atomic_store_explicit(&ring.n, n + 1, memory_order_relaxed);
+    } else if (!was_free) { /* the oldest's event is recorded no more */
+        drop(slot);
     }
     pthread_mutex_unlock(&ring.lock);
     gs_capture_restore(relaxed, mode);
@@ -134,6 +256,24 @@ void gs_ring_pace(uint64_t gpu_ns, uint64_t launches)
                 (unsigned long long)launches, (double)gpu_ns / 1e6);
 }
 
+int gs_ring_window_closed(void)
+{
+    atomic_store_explicit(&ring.unbounded, 0, memory_order_relaxed);
+    if (!atomic_load_explicit(&ring.n, memory_order_relaxed))
+        return 0;
+    pthread_mutex_lock(&ring.lock);
+    int busy = 0;
+    for (int i = 0; i < GS_RING_POOL; i++)
+        if (ring.seq[i]) {
+            if (query(i) == CUDA_ERROR_NOT_READY)
+                busy = 1;
+            else
+                drop(i);
+        }
+    pthread_mutex_unlock(&ring.lock);
+    return busy;
+}
+
 int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
 {
     int waited = trim(max, crit, seen, UINT64_MAX, NULL);
@@ -142,6 +282,18 @@ int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
     return waited;
 }
 
+/* Under ring.lock, with the oldest unfinished: drops the other events
+ * whose work has finished (streams finish out of order). Only worth it where
+ * some may stay outstanding (max > 0): to get to none, each is waited for. */
+static void sweep(int except)
+{
+    for (int i = 0; i < GS_RING_POOL; i++)
+        if (i != except && ring.seq[i] && query(i) != CUDA_ERROR_NOT_READY)
+            drop(i);
+}
+
+/* Waits while more than max events of ours are outstanding, on any stream:
+ * for the oldest first. */
 static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int *timed_out)
 {
     if (atomic_load_explicit(&ring.n, memory_order_relaxed) <= max)
@@ -150,12 +302,13 @@ static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int
     uint64_t spin_until = 0, waited_for = 0; /* the recording we waited for (0: none) */
     pthread_mutex_lock(&ring.lock);
     while (atomic_load_explicit(&ring.n, memory_order_relaxed) > max) {
-        int h = ring.head;
-        CUstreamCaptureMode mode;
-        int relaxed = gs_capture_relax(&mode);
-        CUresult q = gs_g.real.cuEventQuery ? gs_g.real.cuEventQuery(ring.ev[h]) : CUDA_SUCCESS;
-        gs_capture_restore(relaxed, mode);
-        if (q == CUDA_ERROR_NOT_READY) {
+        int h = oldest(NULL);
+        if (query(h) == CUDA_ERROR_NOT_READY) {
+            if (max > 0) {
+                sweep(h);
+                if (atomic_load_explicit(&ring.n, memory_order_relaxed) <= max)
+                    break;
+            }
             waited_for = ring.seq[h];
             waited = 1;
             pthread_mutex_unlock(&ring.lock);
@@ -173,11 +326,12 @@ static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int
             pthread_mutex_lock(&ring.lock);
             continue;
         }
+        /* A kernel seen from its launch to its end with nothing of ours
+         * before it: its duration. A solo event is always the oldest (none
+         * was outstanding when it was recorded), so a sweep never drops one. */
         int sample = waited_for == ring.seq[h] && ring.solo[h];
         uint64_t start = ring.t[h];
-        ring.head = (h + 1) % GS_RING_SLOTS;
-        atomic_store_explicit(&ring.n, atomic_load_explicit(&ring.n, memory_order_relaxed) - 1,
-                              memory_order_relaxed);
+        drop(h);
         waited_for = 0;
         if (sample && seen) {
             pthread_mutex_unlock(&ring.lock);
@@ -193,7 +347,7 @@ void gs_ring_ctx_end(CUcontext ctx, int alive)
 {
     pthread_mutex_lock(&ring.lock);
     int any = 0;
-    for (int i = 0; i < GS_RING_SLOTS; i++)
+    for (int i = 0; i < GS_RING_POOL; i++)
         if (ring.ev[i] && ring.ctx[i] == ctx) {
             /* Destroyed while the context lives; once it has ended the
              * driver has freed it, and crashes on it: only forgotten. */
@@ -201,13 +355,12 @@ void gs_ring_ctx_end(CUcontext ctx, int alive)
                 gs_g.real.cuEventDestroy_v2(ring.ev[i]);
             ring.ev[i] = NULL;
             ring.ctx[i] = NULL;
+            if (ring.seq[i]) /* what was outstanding ended with the context */
+                drop(i);
             any = 1;
         }
-    if (any) { /* what was outstanding ended with the context */
-        ring.head = 0;
-        atomic_store(&ring.n, 0);
+    if (any)
         atomic_store(&ring.unbounded, 0);
-    }
     pthread_mutex_unlock(&ring.lock);
 }
 
@@ -216,11 +369,11 @@ void gs_ring_after_fork(void)
     /* The events belong to the parent's context, which the child cannot use:
      * its own are made as it needs them. */
     pthread_mutex_init(&ring.lock, NULL);
-    for (int i = 0; i < GS_RING_SLOTS; i++) {
+    for (int i = 0; i < GS_RING_POOL; i++) {
         ring.ev[i] = NULL;
         ring.ctx[i] = NULL;
+        ring.seq[i] = 0;
     }
-    ring.head = 0;
     atomic_store(&ring.n, 0);
     ring.recorded = 0;
     atomic_store(&ring.launches, 0);

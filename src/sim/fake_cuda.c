@@ -1281,7 +1281,16 @@ CUresult cuMemHostUnregister(void *p)
 
 static int fake_function_is_ours(const void *f);
 
-/* Queues one simulated kernel (or graph) of GS_FAKE_KERNEL_US on a stream. */
+/* gsfake_thread_kernel_us: the calling thread's kernels' duration (< 0: GS_FAKE_KERNEL_US). */
+static __thread long long thread_kernel_ns = -1;
+
+void gsfake_thread_kernel_us(long long us)
+{
+    thread_kernel_ns = us < 0 ? -1 : us * 1000;
+}
+
+/* Queues one simulated kernel (or graph) of GS_FAKE_KERNEL_US (or the
+ * thread's own duration) on a stream. */
 static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                        unsigned by, unsigned bz, CUstream hStream)
 {
@@ -1301,13 +1310,14 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
         return CUDA_SUCCESS;
     }
     uint64_t now = now_ns();
-    if (st.kernel_ns && *busy > now) {
-        unsigned long long q = (*busy - now + st.kernel_ns - 1) / st.kernel_ns;
+    uint64_t kernel_ns = thread_kernel_ns >= 0 ? (uint64_t)thread_kernel_ns : st.kernel_ns;
+    if (kernel_ns && *busy > now) {
+        unsigned long long q = (*busy - now + kernel_ns - 1) / kernel_ns;
         unsigned long long m = atomic_load(&max_queued);
         while (q > m && !atomic_compare_exchange_weak(&max_queued, &m, q))
             ;
     }
-    *busy = (*busy > now ? *busy : now) + st.kernel_ns;
+    *busy = (*busy > now ? *busy : now) + kernel_ns;
     if (*busy > st.devs[dev].busy_until)
         st.devs[dev].busy_until = *busy;
     atomic_fetch_add(&launches, 1);

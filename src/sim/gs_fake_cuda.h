@@ -65,6 +65,9 @@ unsigned long long gsfake_calls(const char *name);  /* calls of one entry point 
 unsigned long long gsfake_per_thread_records(void); /* cuEventRecord on CU_STREAM_PER_THREAD */
 unsigned long long gsfake_captured_launches(void);  /* launches onto a capturing stream */
 unsigned long long gsfake_captured_records(void);   /* event records onto a capturing stream */
+/* Kernels the calling thread launches from now on last us each (< 0: back to
+ * GS_FAKE_KERNEL_US): a thread of long kernels beside one of short ones. */
+void gsfake_thread_kernel_us(long long us);
 /* The fake's own function for an entry point name (NULL: not one of its): what
  * dlsym would give without an interposer, which redirects dlsym but not this
  * (bench/overhead_sim.c times the two against each other). */

@@ -56,6 +56,7 @@ struct sim_tenant {
     /* results */
     uint64_t gpu_ns[2]; /* GPU time received, before and after `split` */
     uint64_t launches_while_crit_busy;
+    uint64_t drains, closes; /* windows ended with a drain, and closed without one */
     /* steps spent asleep (waiting for a window) while its ledger still said
      * "in my window": every other tenant's hand-over then waits for nothing */
     uint64_t asleep_marked_busy;
@@ -70,6 +71,7 @@ struct sim {
      * first waits switch_ns for the switch (on the H200: ~0.14 ms, session 8). */
     uint64_t switch_ns, switch_left;
     int resident, switch_to;
+    int closes; /* the io closes a window without a drain where the next is ours (io->close) */
 };
 
 /* Exponential with mean `mean`, from 32 of its quantiles (per mille of the
@@ -168,6 +170,15 @@ static int sim_drain(void *ctx, struct gs_cc_seen *seen)
     return 0; /* the simulated GPU runs our queue down: DRAINING */
 }
 
+static void sim_close(void *ctx, struct gs_cc_seen *seen)
+{
+    struct sim_io *c = ctx;
+    struct sim_tenant *x = &c->s->t[c->i];
+    /* As launch.c's: work still queued is charged to now (it runs on). */
+    *seen = (struct gs_cc_seen){x->last_launch, x->last_sync, x->queued ? c->s->now : 0};
+    x->closes++;
+}
+
 static int sim_sleep(void *ctx, uint64_t until)
 {
     (void)ctx;
@@ -185,6 +196,7 @@ static void tenant_step(struct sim *s, int i)
                                 .read_peers = sim_read_peers,
                                 .publish = sim_publish,
                                 .drain = sim_drain,
+                                .close = s->closes ? sim_close : NULL,
                                 .sleep = sim_sleep};
     tenant_step_inner(s, i, &io);
     struct sim_tenant *x = &s->t[i];
@@ -237,6 +249,7 @@ static void tenant_step_inner(struct sim *s, int i, const struct gs_cc_io *io)
             uint64_t w = 0;
             enum gs_cc_action a = gs_cc_step(&x->me, io, &w);
             if (a == GS_CC_DRAIN) {
+                x->drains++;
                 x->state = DRAINING;
                 return;
             }
@@ -394,6 +407,58 @@ static void test_work_conserving(void **st)
     run(&s2, 20 * SEC);
     print_message("after the 70%% tenant idles: %.1f%%\n", pct(a, 1, 10 * SEC));
     assert_true(pct(a, 1, 10 * SEC) > 97.0);
+}
+
+/* A window whose successor is ours at once (alone, no cap) closes without
+ * a drain: the tenant's queued work runs on into its next window, where
+ * nobody else's is due, and no thread of it waits once a period for all its
+ * streams' work. It is still charged for the time it had. Next to another
+ * tenant that wants the GPU, or under a hard cap, every window ends in a
+ * drain, and the shares and caps hold as before. */
+static void test_alone_window_closes_without_drain(void **st)
+{
+    (void)st;
+    struct sim s = {.split = 1 * SEC, .closes = 1};
+    struct sim_tenant *x = add(&s, "alone", 30, 0);
+    run(&s, 6 * SEC);
+    print_message("alone: %.1f%%, %llu windows closed, %llu drained\n", pct(x, 1, 5 * SEC),
+                  (unsigned long long)x->closes, (unsigned long long)x->drains);
+    assert_true(pct(x, 1, 5 * SEC) > 99.0);
+    assert_int_equal(x->drains, 0);
+    assert_true(x->closes >= 5 * SEC / GS_CC_PERIOD_NS);
+    double had = (double)(x->gpu_ns[0] + x->gpu_ns[1]), charged = (double)x->me.charged_ns;
+    if (charged < had * 0.95 || charged > had * 1.05)
+        fail_msg("alone: charged %.3f s for %.3f s on the GPU", charged / SEC, had / SEC);
+    assert_int_equal(x->asleep_marked_busy, 0);
+
+    /* A second tenant comes at 6 s: from then on every window is drained,
+     * and the shares hold. */
+    struct sim_tenant *y = add(&s, "second", 70, 0);
+    uint64_t closes = x->closes;
+    s.split = 7 * SEC;
+    memset(x->gpu_ns, 0, sizeof x->gpu_ns);
+    run(&s, 17 * SEC);
+    double px = pct(x, 1, 10 * SEC), py = pct(y, 1, 10 * SEC);
+    print_message("then next to a second tenant: %.1f/%.1f, %llu more closed\n", px, py,
+                  (unsigned long long)(x->closes - closes));
+    if (px < 27.0 || px > 33.0 || py < 67.0 || py > 73.0)
+        fail_msg("30/70 after the second tenant came: %.1f/%.1f", px, py);
+    assert_true(x->drains > 0 && y->drains > 0);
+    /* At most the window under way when it came (laid out alone), and the
+     * next, if it begins where that one ended (the first of its period). */
+    assert_true(x->closes - closes <= 2);
+    assert_int_equal(y->closes, 0);
+
+    /* A hard cap alone: its windows are a part of the period, each drained. */
+    struct sim c = {.split = 1 * SEC, .closes = 1};
+    struct sim_tenant *z = add(&c, "capped", 50, 1);
+    run(&c, 6 * SEC);
+    double pz = pct(z, 1, 5 * SEC);
+    print_message("a 50%% cap alone: %.1f%%\n", pz);
+    if (pz < 47.0 || pz > 53.0)
+        fail_msg("a 50%% cap alone achieved %.1f%%", pz);
+    assert_int_equal(z->closes, 0);
+    assert_true(z->drains > 0);
 }
 
 /* What the H200 showed (bench/shares.py, in its first version): a PyTorch
@@ -1451,6 +1516,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shares_converge),
         cmocka_unit_test(test_work_conserving),
+        cmocka_unit_test(test_alone_window_closes_without_drain),
         cmocka_unit_test(test_hard_cap),
         cmocka_unit_test(test_lumpy_work_still_converges),
         cmocka_unit_test(test_pause_in_window_is_not_charged),

@@ -132,6 +132,19 @@ static pid_t spawn(const struct slice *s, const char *extra_env, int *out_fd,
 }
 
 /* Runs gs-worker to the end; returns its stdout (static buffer). */
+/* The worker's end: what it printed (len bytes in out) as a string, its
+ * exit checked. */
+static const char *reap(pid_t pid, int fd, char *out, size_t len, const char *const *args)
+{
+    out[len] = '\0';
+    close(fd);
+    int st;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("gs-worker %s %s failed (status %d): %s", args[0], args[1], st, out);
+    return out;
+}
+
 static const char *run(const struct slice *s, const char *extra_env, const char *const *args)
 {
     static char out[65536];
@@ -141,13 +154,7 @@ static const char *run(const struct slice *s, const char *extra_env, const char 
     ssize_t n;
     while ((n = read(fd, out + len, sizeof out - 1 - len)) > 0)
         len += (size_t)n;
-    out[len] = '\0';
-    close(fd);
-    int st;
-    waitpid(pid, &st, 0);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fail_msg("gs-worker %s %s failed (status %d): %s", args[0], args[1], st, out);
-    return out;
+    return reap(pid, fd, out, len, args);
 }
 
 static long field(const char *out, const char *key)
@@ -916,6 +923,69 @@ static void test_best_effort_yields_to_critical(void **st)
  * back to its own stream and says so. (What the SMs do is measured on the
  * H200: bench/archive/green_ctx_probe.cu.) */
 enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE };
+
+/* args run in s while stamp(arg) plays a peer every 10 ms (its ledger's
+ * stamps kept fresh), until the worker ends; what it printed. */
+static const char *run_stamping(const struct slice *s, const char *extra_env,
+                                const char *const *args, void (*stamp)(void *), void *arg)
+{
+    int fd;
+    pid_t pid = spawn(s, extra_env, &fd, args);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    static char out[65536];
+    size_t len = 0;
+    for (;;) {
+        stamp(arg);
+        ssize_t n = read(fd, out + len, sizeof out - 1 - len);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            break;
+        if (n > 0) {
+            len += (size_t)n;
+            continue;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return reap(pid, fd, out, len, args);
+}
+
+/* A share tenant that wants the GPU all along (its demand stamped fresh):
+ * next to it a share tenant's windows are exclusive, each ending in a
+ * drain. */
+static void share_stamp(void *arg)
+{
+    atomic_store(&((struct gs_ledger *)arg)->demand_ns, mono());
+}
+
+/* args run in s (a share, in the current root) next to such a peer. */
+static const char *run_next_to_share(const struct slice *s, const char *extra_env,
+                                     const char *const *args)
+{
+    struct slice peer;
+    mkslice(&peer, GiB);
+    set_compute(&peer, 50, GS_PRIO_BEST_EFFORT);
+    struct gs_ledger *pl = ledger(&peer);
+    assert_true(gs_ledger_claim(pl, getpid(), gs_ledger_proc_starttime(getpid())) >= 0);
+    const char *out = run_stamping(s, extra_env, args, share_stamp, pl);
+    atomic_store(&pl->demand_ns, 0); /* done: it wants nothing any more */
+    gs_ledger_close(pl);
+    return out;
+}
+
+/* A critical tenant's stamps: busy (launching all along), or just idle. */
+struct crit_stamps {
+    struct gs_ledger *l;
+    enum crit_state state;
+    uint64_t ahead;
+};
+static void crit_stamp(void *arg)
+{
+    struct crit_stamps *c = arg;
+    if (c->state == CRIT_BUSY)
+        atomic_store(&c->l->crit_launch_ns, mono());
+    if (c->state == CRIT_JUST_IDLE)
+        atomic_store(&c->l->crit_idle_ns, mono() + c->ahead);
+}
 /* The best-effort slice's power_guard in the next run_next_to_critical*. */
 static unsigned next_power_guard;
 
@@ -950,31 +1020,8 @@ static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_stat
     const uint64_t ahead = 50ull * 1000 * 1000;
     uint64_t finished = critical == CRIT_JUST_IDLE ? mono() + ahead : launched + 1;
     atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : finished);
-    int fd;
-    pid_t pid = spawn(&be, extra_env, &fd, args);
-    fcntl(fd, F_SETFL, O_NONBLOCK);
-    static char out[65536];
-    size_t len = 0;
-    for (;;) { /* a busy critical tenant keeps launching while the worker runs */
-        if (critical_busy)
-            atomic_store(&cl->crit_launch_ns, mono());
-        if (critical == CRIT_JUST_IDLE)
-            atomic_store(&cl->crit_idle_ns, mono() + ahead);
-        ssize_t n = read(fd, out + len, sizeof out - 1 - len);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-            break;
-        if (n > 0) {
-            len += (size_t)n;
-            continue;
-        }
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    out[len] = '\0';
-    close(fd);
-    int status;
-    waitpid(pid, &status, 0);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct crit_stamps cs = {cl, critical, ahead};
+    const char *out = run_stamping(&be, extra_env, args, crit_stamp, &cs);
     /* done: it must not hold up the next case (launch = idle: not busy) */
     atomic_store(&cl->crit_launch_ns, mono() - 1000ull * 1000 * 1000);
     atomic_store(&cl->crit_idle_ns, atomic_load(&cl->crit_launch_ns));
@@ -1176,7 +1223,9 @@ static void test_capture_untouched(void **st)
     struct slice s;
     mkslice(&s, GiB);
     set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
-    const char *out = run(&s, "GS_FAKE_KERNEL_US=2000", args);
+    /* Next to another share tenant that wants the GPU: each window ends in
+     * a drain (alone, the next window is ours and none waits). */
+    const char *out = run_next_to_share(&s, "GS_FAKE_KERNEL_US=2000", args);
     if (field(out, "begin rc=") || field(out, "end rc=") || field(out, "graph rc=") ||
         field(out, "sync rc="))
         fail_msg("a share: %s", out);
@@ -1395,6 +1444,35 @@ static void test_share_queue_bounded_by_paced_events(void **st)
         fail_msg("events not fewer once paced: %s", out);
 }
 
+/* Wiring of the close without a drain: a share tenant alone closes its
+ * windows (said at the debug level) without synchronising its context,
+ * since the next window is its own; next to another share tenant that wants
+ * the GPU each window's end drains (a context sync). 400 kernels of 1 ms
+ * span two windows or more. (The rule, in virtual time:
+ * test_compute.c, test_alone_window_closes_without_drain.) */
+static void test_alone_windows_close_without_drain(void **st)
+{
+    (void)st;
+    struct slice s;
+    use_root("close"); /* a root of its own: no other test's tenant wants the GPU lately */
+    mkslice(&s, GiB);
+    use_root(NULL);
+    set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
+    const char *args[] = {"direct", "launch", "400", NULL};
+    const char *out = run_kernels(&s, "1000", args);
+    assert_int_equal(field(out, "launched "), 400);
+    if (!strstr(out, "compute window closed") || field(out, "ctx-syncs ") != 0)
+        fail_msg("alone: want windows closed, none with a context sync: %s", out);
+    use_root("close");
+    setenv("GS_FAKE_KERNEL_US", "1000", 1);
+    out = run_next_to_share(&s, "GPUSLICE_LOG_LEVEL=debug", args);
+    unsetenv("GS_FAKE_KERNEL_US");
+    use_root(NULL);
+    assert_int_equal(field(out, "launched "), 400);
+    if (!strstr(out, "compute window closed") || field(out, "ctx-syncs ") < 1)
+        fail_msg("next to another share tenant: want drains with a context sync: %s", out);
+}
+
 /* A launch through a _ptsz entry point (each of the four) on the NULL
  * stream went to the calling thread's default stream: the event after it
  * must go there too (CU_STREAM_PER_THREAD). On the legacy stream it would
@@ -1423,6 +1501,34 @@ static void test_ptsz_events_on_the_threads_stream(void **st)
         if (recorded < 100 || per_thread != (cases[i].on_thread ? recorded : 0))
             fail_msg("%s: %s", cases[i].what, out);
     }
+}
+
+/* Each stream's queue is bounded apart: a thread of short kernels never
+ * waits for the events after another stream's long ones. The long thread
+ * queues 12 kernels of 300 ms (three events on its stream, one per 4
+ * launches in the first window), then the short thread 400 kernels, each
+ * followed by a sync: with one bound for the whole process its launch
+ * found four events outstanding and waited for the oldest, the long
+ * stream's, until the wait gave up (50 ms, said once). Then the long thread
+ * queues 8 more: its own stream's fifth event does wait (its bound holds),
+ * and that wait is the one said. */
+static void test_streams_bounded_apart(void **st)
+{
+    (void)st;
+    struct slice s;
+    alone_share(&s);
+    const char *args[] = {"direct", "two-streams", "12", "400", "8", "300000", NULL};
+    const char *out = run(&s, "GPUSLICE_LOG_LEVEL=debug", args);
+    assert_int_equal(field(out, "short launched "), 400);
+    assert_int_equal(field(out, "long launched "), 20);
+    print_message("the long stream still busy when the short thread was done: %ld\n",
+                  field(out, "long-busy "));
+    const char *done = strstr(out, "short launched"),
+               *said = strstr(out, "did not finish in 50 ms");
+    if (!said || said < done)
+        fail_msg("want the wait said once, for the long stream's own bound (after the short "
+                 "thread was done): %s",
+                 out);
 }
 
 static int setup_all(void **st)
@@ -1490,6 +1596,8 @@ int main(void)
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
         cmocka_unit_test(test_ptsz_events_on_the_threads_stream),
+        cmocka_unit_test(test_streams_bounded_apart),
+        cmocka_unit_test(test_alone_windows_close_without_drain),
         cmocka_unit_test(test_power_guard_next_to_critical),
         cmocka_unit_test(test_too_many_neighbours_said),
         cmocka_unit_test(test_fork_resets_every_module),

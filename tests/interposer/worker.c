@@ -381,10 +381,12 @@ static int launch_on(long n, int ptsz)
         if (rc != 0)
             return 4;
     }
-    printf("launched %ld on-green %llu max-queued %llu events-recorded %llu per-thread %llu\n", n,
-           fake_count("gsfake_green_launches", NULL), fake_count("gsfake_max_queued", NULL),
+    printf("launched %ld on-green %llu max-queued %llu events-recorded %llu per-thread %llu "
+           "ctx-syncs %llu\n",
+           n, fake_count("gsfake_green_launches", NULL), fake_count("gsfake_max_queued", NULL),
            fake_count("gsfake_calls", "cuEventRecord"),
-           fake_count("gsfake_per_thread_records", NULL));
+           fake_count("gsfake_per_thread_records", NULL),
+           fake_count("gsfake_calls", "cuCtxSynchronize"));
     return 0;
 }
 
@@ -430,6 +432,78 @@ static int launch_threads(int t, long n, long pause_us)
     A.cuCtxSynchronize();
     printf("threads launched %ld on-green %llu\n", launched,
            fake_count("gsfake_green_launches", NULL));
+    return 0;
+}
+
+/* A thread of long kernels beside one of short ones, each on a stream of
+ * its own: the long thread queues `first` kernels of long_us (the fake's
+ * duration for the thread), then the short thread launches n empty kernels,
+ * each followed by a sync of its stream, and says so ("short launched", and
+ * whether the long stream is still busy); then the long thread queues
+ * `more`. The process ends with the long work still queued. */
+struct long_thread {
+    CUstream s;
+    long first, more, long_us, launched;
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int stage; /* 1: the first queued; 2: the short thread is done */
+};
+static void *long_main(void *p)
+{
+    struct long_thread *l = p;
+    A.cuCtxSetCurrent(ctx);
+    void (*kernel_us)(long long) =
+        (void (*)(long long))dlsym(RTLD_DEFAULT, "gsfake_thread_kernel_us");
+    if (kernel_us)
+        kernel_us(l->long_us);
+    for (int stage = 1; stage <= 2; stage++) {
+        if (stage == 2) {
+            pthread_mutex_lock(&l->m);
+            while (l->stage < 2)
+                pthread_cond_wait(&l->c, &l->m);
+            pthread_mutex_unlock(&l->m);
+        }
+        long k = stage == 1 ? l->first : l->more;
+        for (long i = 0; i < k; i++)
+            l->launched +=
+                A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, l->s, NULL, NULL) == 0;
+        if (stage == 1) {
+            pthread_mutex_lock(&l->m);
+            l->stage = 1;
+            pthread_cond_signal(&l->c);
+            pthread_mutex_unlock(&l->m);
+        }
+    }
+    return NULL;
+}
+
+static int two_streams(long first, long n, long more, long long_us)
+{
+    struct long_thread l = {.first = first, .more = more, .long_us = long_us};
+    CUstream s;
+    if (A.cuStreamCreate(&l.s, 0) != 0 || A.cuStreamCreate(&s, 0) != 0)
+        return 4;
+    pthread_mutex_init(&l.m, NULL);
+    pthread_cond_init(&l.c, NULL);
+    pthread_t th;
+    pthread_create(&th, NULL, long_main, &l);
+    pthread_mutex_lock(&l.m);
+    while (l.stage < 1)
+        pthread_cond_wait(&l.c, &l.m);
+    pthread_mutex_unlock(&l.m);
+    long launched = 0;
+    for (long i = 0; i < n; i++)
+        launched += A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL) == 0 &&
+                    A.cuStreamSynchronize(s) == 0;
+    printf("short launched %ld long-busy %d\n", launched,
+           A.cuStreamQuery(l.s) == CUDA_ERROR_NOT_READY);
+    fflush(stdout);
+    pthread_mutex_lock(&l.m);
+    l.stage = 2;
+    pthread_cond_signal(&l.c);
+    pthread_mutex_unlock(&l.m);
+    pthread_join(th, NULL);
+    printf("long launched %ld\n", l.launched);
     return 0;
 }
 
@@ -884,6 +958,9 @@ int main(int argc, char **argv)
     if (!strcmp(s, "launch-threads") && argc > 5)
         return launch_threads((int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                               strtol(argv[5], NULL, 10));
+    if (!strcmp(s, "two-streams") && argc > 6)
+        return two_streams(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
+                           strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10));
     if (!strcmp(s, "fork-launch") && argc > 3)
         return fork_launch(strtol(argv[3], NULL, 10));
     if (!strcmp(s, "requests") && argc > 4) {
