@@ -550,7 +550,10 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         }
         me->window_start = ws;
         me->window_len = d.window_len_ns;
-        me->used_from = now;
+        /* Our work queued in the window before, closed without a drain, has
+         * run from this one's start. */
+        me->used_from = me->carry_from == ws ? ws : now;
+        me->carry_from = 0;
         me->window_end = d.window_end_ns;
         me->in_window = 1;
     }
@@ -606,16 +609,31 @@ void gs_cc_drained(struct gs_cc_self *me, uint64_t now)
         me->debt = GS_CC_DEBT_MAX_WINDOWS * promised;
 }
 
-void gs_cc_drain_done(struct gs_cc_self *me, const struct gs_cc_io *io,
-                      const struct gs_cc_seen *seen)
+/* A window's end, drained (closed 0) or closed without a drain (1). */
+static void window_done(struct gs_cc_self *me, const struct gs_cc_io *io,
+                        const struct gs_cc_seen *seen, int closed)
 {
     uint64_t end = io->clock(io->ctx);
     uint64_t done = gs_cc_work_finished(me->drain_start, end, seen);
+    if (closed && done > me->window_end) {
+        /* Our work runs on past the window's end, into our next window,
+         * which is charged for it from its start: the closed one ends at its
+         * end, and owes nothing (a debt would shorten the next window, whose
+         * end would then be drained). */
+        done = me->window_end;
+        me->carry_from = me->window_end;
+    }
     gs_cc_drained(me, done);
     me->pub_busy = 0;
     io->publish(io->ctx, me->pub_demand, me->pub_busy);
     if (io->note)
         io->note(io->ctx, me, GS_CC_DRAIN, end, done);
+}
+
+void gs_cc_drain_done(struct gs_cc_self *me, const struct gs_cc_io *io,
+                      const struct gs_cc_seen *seen)
+{
+    window_done(me, io, seen, 0);
 }
 
 enum gs_cc_action gs_cc_step(struct gs_cc_self *me, const struct gs_cc_io *io, uint64_t *wait_until)
@@ -639,9 +657,12 @@ enum gs_cc_action gs_cc_step(struct gs_cc_self *me, const struct gs_cc_io *io, u
         if (a == GS_CC_DRAIN) {
             struct gs_cc_seen seen = {0};
             me->drain_start = io->clock(io->ctx); /* not now: reading the peers lies between */
-            if (me->next_ours && io->close)
+            if (me->next_ours && io->close) {
                 io->close(io->ctx, &seen);
-            else if (!io->drain(io->ctx, &seen))
+                window_done(me, io, &seen, 1);
+                continue;
+            }
+            if (!io->drain(io->ctx, &seen))
                 return a;
             gs_cc_drain_done(me, io, &seen);
             continue;

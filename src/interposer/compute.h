@@ -130,6 +130,8 @@ struct gs_cc_self {
     int in_window;          /* launched in the current window; drain before waiting */
     int next_ours;          /* at the last GS_CC_DRAIN: our next window begins where this one
                                ended (no other tenant wants the GPU, no cap holds us back) */
+    uint64_t carry_from;    /* a window closed without a drain while our work still ran:
+                               its end, from which the next window is charged (0: none) */
     int critical_recent;    /* at the last decision: a critical tenant was busy, or was
                                recently (decision's critical_recent) */
     /* The guard (above): */

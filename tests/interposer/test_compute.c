@@ -461,6 +461,113 @@ static void test_alone_window_closes_without_drain(void **st)
     assert_true(z->drains > 0);
 }
 
+/* The close's charge, step by step on a scripted clock: a share tenant
+ * alone enters its window 10 ms into a period and launches after the
+ * window's end while its work still runs (the close says so). The closed
+ * window is charged to its end and owes nothing, and the next window is
+ * charged from its start, where the work ran on; so the next window keeps
+ * the whole period, and its end is closed again, never drained. Work
+ * finished by the close (a framework's sync) is charged to its end only. */
+struct script_io {
+    uint64_t now, last_sync;
+    int busy, drains, closes;
+    struct gs_cc_tenant self;
+};
+static uint64_t script_clock(void *ctx)
+{
+    return ((struct script_io *)ctx)->now;
+}
+static int script_peers(void *ctx, uint64_t now, struct gs_cc_tenant *t, int *self)
+{
+    (void)now;
+    t[0] = ((struct script_io *)ctx)->self;
+    *self = 0;
+    return 1;
+}
+static void script_publish(void *ctx, uint64_t demand_ns, int window_busy)
+{
+    struct script_io *c = ctx;
+    c->self.demand_ns = demand_ns;
+    c->self.window_busy = window_busy;
+}
+static int script_drain(void *ctx, struct gs_cc_seen *seen)
+{
+    (void)seen;
+    ((struct script_io *)ctx)->drains++;
+    return 1;
+}
+static int script_sleep(void *ctx, uint64_t until)
+{
+    (void)ctx;
+    (void)until;
+    return 0;
+}
+static void script_close(void *ctx, struct gs_cc_seen *seen)
+{
+    struct script_io *c = ctx;
+    c->closes++;
+    seen->last_sync = c->last_sync;
+    seen->all_done = c->busy ? c->now : 0;
+}
+
+static void test_close_charges_to_the_window_end(void **st)
+{
+    (void)st;
+    struct script_io c = {.self = {.key = 7, .share = 50, .alive = 1}};
+    const struct gs_cc_io io = {.ctx = &c,
+                                .clock = script_clock,
+                                .read_peers = script_peers,
+                                .publish = script_publish,
+                                .drain = script_drain,
+                                .close = script_close,
+                                .sleep = script_sleep};
+    struct gs_cc_self me = {0};
+    const uint64_t P = GS_CC_PERIOD_NS, p0 = 50 * P;
+    uint64_t wait;
+    c.now = p0 + 10 * MS;
+    assert_int_equal(gs_cc_step(&me, &io, &wait), GS_CC_LAUNCH);
+    assert_int_equal(me.used_from, p0 + 10 * MS);
+    assert_int_equal(me.window_end, p0 + P);
+    c.busy = 1; /* our work still runs at the next launch, 3 ms past the end */
+    c.now = p0 + P + 3 * MS;
+    assert_int_equal(gs_cc_step(&me, &io, &wait), GS_CC_LAUNCH);
+    assert_int_equal(c.closes, 1);
+    assert_int_equal(c.drains, 0);
+    assert_int_equal(me.charged_ns, P - 10 * MS);
+    assert_int_equal(me.debt, 0);
+    assert_int_equal(me.used_from, p0 + P); /* the work ran on from here */
+    assert_int_equal(me.window_end, p0 + 2 * P);
+    c.now = p0 + 2 * P + 5 * MS; /* again: a whole period charged, still no debt */
+    assert_int_equal(gs_cc_step(&me, &io, &wait), GS_CC_LAUNCH);
+    assert_int_equal(c.closes, 2);
+    assert_int_equal(c.drains, 0);
+    assert_int_equal(me.charged_ns, 2 * P - 10 * MS);
+    assert_int_equal(me.debt, 0);
+    /* The work finished at a sync 20 ms before this window's end, and the
+     * tenant launches again 30 ms after it: charged to the sync, and the
+     * next window from the launch. */
+    c.busy = 0;
+    c.last_sync = p0 + 3 * P - 20 * MS;
+    c.now = p0 + 3 * P + 30 * MS;
+    assert_int_equal(gs_cc_step(&me, &io, &wait), GS_CC_LAUNCH);
+    assert_int_equal(c.closes, 3);
+    assert_int_equal(c.drains, 0);
+    assert_int_equal(me.charged_ns, 3 * P - 30 * MS);
+    assert_int_equal(me.used_from, p0 + 3 * P + 30 * MS);
+    /* Under a hard cap the window is half the period: its end is drained. */
+    struct script_io k = {.self = {.key = 7, .share = 50, .cap = 1, .alive = 1}};
+    struct gs_cc_io kio = io;
+    kio.ctx = &k;
+    struct gs_cc_self km = {0};
+    k.now = p0 + 1 * MS;
+    assert_int_equal(gs_cc_step(&km, &kio, &wait), GS_CC_LAUNCH);
+    k.busy = 1;
+    k.now = km.window_end + 1 * MS;
+    (void)gs_cc_step(&km, &kio, &wait);
+    assert_int_equal(k.closes, 0);
+    assert_int_equal(k.drains, 1);
+}
+
 /* What the H200 showed (bench/shares.py, in its first version): a PyTorch
  * loop launches 4 GEMMs of 1.64 ms and synchronises, so work is committed
  * in 6.6 ms lumps at window ends. The debt must carry the whole excess. */
@@ -1517,6 +1624,7 @@ int main(void)
         cmocka_unit_test(test_shares_converge),
         cmocka_unit_test(test_work_conserving),
         cmocka_unit_test(test_alone_window_closes_without_drain),
+        cmocka_unit_test(test_close_charges_to_the_window_end),
         cmocka_unit_test(test_hard_cap),
         cmocka_unit_test(test_lumpy_work_still_converges),
         cmocka_unit_test(test_pause_in_window_is_not_charged),

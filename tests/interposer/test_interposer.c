@@ -1324,7 +1324,15 @@ static void test_queued_after_sync_charged(void **st)
     struct slice s;
     alone_share(&s);
     const char *args[] = {"direct", "launch-sync-queue", "12", "250", NULL};
-    const char *out = run_kernels(&s, "30000", args);
+    /* Next to another share tenant that wants the GPU, so that each window's
+     * end drains (alone, a window whose successor is its own closes without
+     * a drain, and queued work is charged to the next: test_compute.c,
+     * test_close_charges_to_the_window_end). */
+    use_root("alone");
+    setenv("GS_FAKE_KERNEL_US", "30000", 1);
+    const char *out = run_next_to_share(&s, "GPUSLICE_LOG_LEVEL=debug", args);
+    unsetenv("GS_FAKE_KERNEL_US");
+    use_root(NULL);
     assert_int_equal(field(out, "launched "), 16);
     /* However the periods fall (a window may close at the first sync, the
      * ring may hold the launches back), the windows closed are charged for
