@@ -66,7 +66,8 @@ typedef void gs_ring_seen_fn(uint64_t start, uint64_t end);
 int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen);
 /* ctx ends (context.c): the ring's events made in it are destroyed while it
  * lives (alive: before the driver's call), or only forgotten once the driver
- * has freed them; the ring starts empty and makes new ones as it needs them. */
+ * has freed them; what they followed is outstanding no more, and new ones
+ * are made as needed. */
 void gs_ring_ctx_end(CUcontext ctx, int alive);
 
 /* ---- launch.c, for context.c ------------------------------------------- */
