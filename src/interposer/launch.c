@@ -434,19 +434,26 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
     return 1;
 }
 
-/* Our next window begins where this one ended: it closes, under cc.lock,
- * without waiting for our work. With work of ours still queued (an event
- * unfinished) the window is charged to now, and the next one from now: the
- * queued work runs on, charged there. Else as a drain that found nothing
- * left: to our last launch or sync, or a whole-context sync after them (the
- * launches after our last event, about 1 ms of work at most, are not seen). */
+/* Our next window begins where this one ended: it closes without waiting
+ * for our work, outside cc.lock (as a drain: no step decides meanwhile, and
+ * no lock is taken under another). With work of ours still queued (an event
+ * unfinished) the window is charged to its end, and the next one from its
+ * start (gs_cc_step). Else as a drain that found nothing left: to our last
+ * launch or sync, or a whole-context sync after them (the launches after our
+ * last event, about 1 ms of work at most, are not seen). */
 static void io_close(void *ctx, struct gs_cc_seen *seen)
 {
     (void)ctx;
+    cc.draining = 1;
+    uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
+    pthread_mutex_unlock(&cc.lock);
     uint64_t launches0 = gs_ring_launches();
     seen->all_done =
         gs_ring_window_closed() ? gs_clock_ns() : all_done_at(launches0, gs_current_ctx());
-    window_seen(seen, launches0, cc.self.used_from, cc.self.drain_start);
+    window_seen(seen, launches0, from, drain_start);
+    pthread_mutex_lock(&cc.lock);
+    cc.draining = 0;
+    pthread_cond_broadcast(&cc.drain_over);
 }
 
 /* Sleeps outside cc.lock. */
