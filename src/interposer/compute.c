@@ -657,8 +657,7 @@ enum gs_cc_action gs_cc_step(struct gs_cc_self *me, const struct gs_cc_io *io, u
         if (a == GS_CC_DRAIN) {
             struct gs_cc_seen seen = {0};
             me->drain_start = io->clock(io->ctx); /* not now: reading the peers lies between */
-            if (me->next_ours && io->close) {
-                io->close(io->ctx, &seen);
+            if (me->next_ours && io->close && io->close(io->ctx, &seen)) {
                 window_done(me, io, &seen, 1);
                 continue;
             }

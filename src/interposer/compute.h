@@ -198,9 +198,10 @@ struct gs_cc_io {
     int (*drain)(void *ctx, struct gs_cc_seen *seen);
     /* Optional (NULL: drain): closes the window without waiting for our
      * queued work, where the next window is ours at once (me->next_ours):
-     * what was seen of our work in *seen. The work runs on into our next
-     * window, where nobody else's is due. */
-    void (*close)(void *ctx, struct gs_cc_seen *seen);
+     * what was seen of our work in *seen, and 1. The work runs on into our
+     * next window, where nobody else's is due. 0: it cannot tell what is
+     * queued (the window drains after all). */
+    int (*close)(void *ctx, struct gs_cc_seen *seen);
     /* Sleeps until `until`: 1 once it has; 0 if the caller sleeps instead. */
     int (*sleep)(void *ctx, uint64_t until);
     /* Optional (NULL: none): told each decision to launch (t: me->until) or

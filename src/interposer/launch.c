@@ -441,9 +441,14 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
  * start (gs_cc_step). Else as a drain that found nothing left: to our last
  * launch or sync, or a whole-context sync after them (the launches after our
  * last event, about 1 ms of work at most, are not seen). */
-static void io_close(void *ctx, struct gs_cc_seen *seen)
+static int io_close(void *ctx, struct gs_cc_seen *seen)
 {
     (void)ctx;
+    /* A wait for a full stream gave up: what is queued is not known (a
+     * kernel waiting on the host, say). Drain: the next window starts with
+     * nothing of ours queued, and the bound is back. */
+    if (gs_ring_unbounded())
+        return 0;
     cc.draining = 1;
     uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
     pthread_mutex_unlock(&cc.lock);
@@ -454,6 +459,7 @@ static void io_close(void *ctx, struct gs_cc_seen *seen)
     pthread_mutex_lock(&cc.lock);
     cc.draining = 0;
     pthread_cond_broadcast(&cc.drain_over);
+    return 1;
 }
 
 /* Sleeps outside cc.lock. */

@@ -41,8 +41,8 @@ static inline int gs_peers_any_critical(void)
 enum { GS_RING_SLOTS = 4, GS_RING_POOL = 32 };
 
 /* After a launch on s: records an event on s, after each launch next to a
- * critical tenant (crit), otherwise after every gs_ring_pace-th one, first
- * making room as gs_ring_bound does. */
+ * critical tenant (crit), otherwise after every gs_ring_pace-th launch of
+ * the calling thread on s, first making room as gs_ring_bound does. */
 void gs_ring_record(CUstream s, int crit);
 /* Without a critical tenant: waits (a while at most) while s has
  * GS_RING_SLOTS events outstanding, for its oldest, and while the pool is
@@ -53,6 +53,9 @@ int gs_ring_bound(CUstream s);
  * unfinished (work queued: it runs on into the next window), without
  * waiting; the finished ones are dropped. */
 int gs_ring_window_closed(void);
+/* A wait for a full stream gave up since the last drain or close: our queues
+ * are unbounded, and what is queued is not known. */
+int gs_ring_unbounded(void);
 /* Launches gs_ring_record has seen, in all. */
 uint64_t gs_ring_launches(void);
 /* Paces the events from our last window: its GPU time and its launches. */

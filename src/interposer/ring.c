@@ -1,12 +1,11 @@
 /* Events after our launches: with a critical tenant around, one after every
  * launch, so that before the next we can wait until at most one kernel of
  * ours is queued (and a request of the critical tenant finds at most one
- * in front of it). Otherwise one per ring.every launches, paced so that an
- * event covers about COVER_NS of our GPU work (gs_ring_pace, from the last
- * window's GPU time per launch), and a launch that would record a fifth
- * event on its stream while GS_RING_SLOTS of that stream's are outstanding
- * first waits for that stream's oldest: each stream keeps about
- * GS_RING_SLOTS x COVER_NS of work queued whatever the size of its kernels,
+ * in front of it). Otherwise one per ring.every launches of a thread on a
+ * stream (due), paced so that an event covers about COVER_NS of our GPU work (gs_ring_pace, from
+ * the last window's GPU time per launch), and a launch that would record a fifth event on its
+ * stream while GS_RING_SLOTS of that stream's are outstanding first waits for that stream's oldest:
+ * each stream keeps about GS_RING_SLOTS x COVER_NS of work queued whatever the size of its kernels,
  * so a window's end waits for little, and a thread's launch never waits
  * behind another stream's kernels. (With one ring for the whole process, a
  * thread of short kernels beside one of long kernels waited for the long
@@ -85,7 +84,6 @@ static struct {
     _Atomic int n;     /* outstanding; read without the lock to see there is nothing to do */
     uint64_t recorded; /* recordings so far */
     _Atomic uint64_t launches; /* launches counted here, in all */
-    _Atomic uint64_t last;     /* ... at the last recording */
     _Atomic unsigned every;    /* without a critical tenant: launches per event */
     _Atomic int unbounded;     /* a full stream's wait timed out: none until a drain */
 } ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START};
@@ -186,14 +184,59 @@ int gs_ring_bound(CUstream s)
     return make_room(s);
 }
 
+/* Under ring.lock: records slot's event on s, making the event first (in
+ * the current context) if the slot has none. */
+static CUresult record(int slot, CUstream s)
+{
+    if (!ring.ev[slot]) {
+        if (gs_g.real.cuEventCreate(&ring.ev[slot], CU_EVENT_DISABLE_TIMING_FLAG) != CUDA_SUCCESS) {
+            ring.ev[slot] = NULL;
+            return CUDA_ERROR_INVALID_HANDLE;
+        }
+        ring.ctx[slot] = gs_current_ctx();
+    }
+    return gs_g.real.cuEventRecord(ring.ev[slot], s);
+}
+
+/* Without a critical tenant, which launches record: each thread counts its
+ * launches per stream, and the every-th on a stream records on it, so no
+ * stream goes without events however the launches alternate between
+ * streams (with one count for the process, a thread alternating two
+ * streams put every event on one, and the other's queue grew unbounded).
+ * A stream not in the thread's table (its first launch there, or one pushed
+ * out by THREAD_STREAMS others) records at once. The table is the thread's:
+ * no lock, no shared line on the launch path. */
+enum { THREAD_STREAMS = 8 };
+static __thread struct {
+    CUstream s;
+    unsigned since; /* launches on s since its last event */
+} thread_streams[THREAD_STREAMS] __attribute__((tls_model("initial-exec")));
+static __thread unsigned thread_nstreams __attribute__((tls_model("initial-exec")));
+
+static int due(CUstream s, unsigned every)
+{
+    if (s == CU_STREAM_LEGACY)
+        s = NULL;
+    unsigned n = thread_nstreams < THREAD_STREAMS ? thread_nstreams : THREAD_STREAMS;
+    for (unsigned i = 0; i < n; i++)
+        if (thread_streams[i].s == s) {
+            if (++thread_streams[i].since < every)
+                return 0;
+            thread_streams[i].since = 0;
+            return 1;
+        }
+    unsigned i = thread_nstreams++ % THREAD_STREAMS;
+    thread_streams[i].s = s;
+    thread_streams[i].since = 0;
+    return 1;
+}
+
 void gs_ring_record(CUstream s, int crit)
 {
-    uint64_t k = atomic_fetch_add_explicit(&ring.launches, 1, memory_order_relaxed) + 1;
-    unsigned every = crit ? 1 : atomic_load_explicit(&ring.every, memory_order_relaxed);
-    if (k - atomic_load_explicit(&ring.last, memory_order_relaxed) < every ||
-        !gs_g.real.cuEventRecord)
+    atomic_fetch_add_explicit(&ring.launches, 1, memory_order_relaxed);
+    if (!gs_g.real.cuEventRecord ||
+        (!crit && !due(s, atomic_load_explicit(&ring.every, memory_order_relaxed))))
         return;
-    atomic_store_explicit(&ring.last, k, memory_order_relaxed);
     if (!crit)
         (void)make_room(s);
     CUstreamCaptureMode mode;
@@ -210,22 +253,25 @@ void gs_ring_record(CUstream s, int crit)
     int was_free = slot >= 0;
     if (!was_free)
         slot = oldest(NULL);
-    if (!ring.ev[slot]) {
-        if (gs_g.real.cuEventCreate(&ring.ev[slot], CU_EVENT_DISABLE_TIMING_FLAG) == CUDA_SUCCESS)
-            ring.ctx[slot] = gs_current_ctx();
-        else
-            ring.ev[slot] = NULL;
+    CUresult rc = record(slot, s);
+    if (rc != CUDA_SUCCESS && was_free && ring.ev[slot]) {
+        /* Its event was made in another context (a process with two): a free
+         * one of this context's, or a free slot to make one in. */
+        CUcontext cur = gs_current_ctx();
+        for (int i = 0; i < GS_RING_POOL && cur && ring.ctx[slot] != cur; i++)
+            if (!ring.seq[i] && (!ring.ev[i] || ring.ctx[i] == cur)) {
+                slot = i;
+                rc = record(slot, s);
+            }
     }
-    if (ring.ev[slot] && gs_g.real.cuEventRecord(ring.ev[slot], s) == CUDA_SUCCESS) {
+    if (rc == CUDA_SUCCESS) {
         ring.t[slot] = gs_clock_ns();
         ring.solo[slot] = n == 0 && crit;
         ring.seq[slot] = ++ring.recorded;
         ring.key[slot] = key_of(s);
         if (was_free)
             atomic_store_explicit(&ring.n, n + 1, memory_order_relaxed);
-    } else if (!was_free) { /* the oldest's event is recorded no more */
-        drop(slot);
-    }
+    } /* else the slot keeps what it held: a failed record leaves an event as it was */
     pthread_mutex_unlock(&ring.lock);
     gs_capture_restore(relaxed, mode);
 }
@@ -254,6 +300,11 @@ void gs_ring_pace(uint64_t gpu_ns, uint64_t launches)
     if (every >= 2 * was || was >= 2 * every)
         GS_LOGD("events: one per %u launches (%llu launches in %.2f ms of the last window)", every,
                 (unsigned long long)launches, (double)gpu_ns / 1e6);
+}
+
+int gs_ring_unbounded(void)
+{
+    return atomic_load_explicit(&ring.unbounded, memory_order_relaxed);
 }
 
 int gs_ring_window_closed(void)
@@ -377,7 +428,6 @@ void gs_ring_after_fork(void)
     atomic_store(&ring.n, 0);
     ring.recorded = 0;
     atomic_store(&ring.launches, 0);
-    atomic_store(&ring.last, 0);
     atomic_store(&ring.every, EVERY_START);
     atomic_store(&ring.unbounded, 0);
 }

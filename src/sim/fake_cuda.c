@@ -2124,6 +2124,10 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
     if (rc != CUDA_SUCCESS)
         return rc;
     struct rec *cap = stream_rec(hStream);
+    /* An event and a stream of two contexts: the driver refuses the pair. */
+    struct ctx *sc = cap ? cap->ctx : ctx_current();
+    if (ev->ctx && sc && ev->ctx != sc)
+        return CUDA_ERROR_INVALID_HANDLE;
     if (cap && cap->capture) /* a node of the graph being captured */
         atomic_fetch_add(&captured_records, 1);
     ev->recorded = 1;

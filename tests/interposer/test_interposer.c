@@ -1452,6 +1452,36 @@ static void test_share_queue_bounded_by_paced_events(void **st)
         fail_msg("events not fewer once paced: %s", out);
 }
 
+/* Every stream gets its events, however a thread's launches alternate
+ * between streams: with one count of launches for the process, a thread
+ * alternating two streams put every event on one (the count's pace is
+ * even), and the other's queue grew with every launch, a drain at each
+ * window's end its only bound, and alone none. Here 2 ms kernels on one
+ * stream, 0.1 ms on the other, 300 of each, never a sync: each stream stays
+ * bounded (4 events, a few launches each). And a process with a context of
+ * its own besides the primary: an event made in the primary cannot be
+ * recorded on the other's stream (the driver refuses the pair), so the
+ * other context gets events of its own, and its queue its bound. */
+static void test_every_stream_gets_events(void **st)
+{
+    (void)st;
+    struct slice s;
+    use_root("streams");
+    mkslice(&s, GiB);
+    use_root(NULL);
+    set_compute(&s, 50, GS_PRIO_BEST_EFFORT);
+    const char *args[] = {"direct", "alternate", "300", NULL};
+    const char *out = run(&s, "GPUSLICE_LOG_LEVEL=debug", args);
+    assert_int_equal(field(out, "alternated "), 300);
+    if (field(out, "max-queued ") > 40)
+        fail_msg("a stream's queue grew past its bound (want 40 kernels at most): %s", out);
+    const char *ctx_args[] = {"direct", "second-context", "200", NULL};
+    out = run(&s, "GPUSLICE_LOG_LEVEL=debug", ctx_args);
+    assert_int_equal(field(out, "second-context launched "), 200);
+    if (field(out, "max-queued ") > 40 || field(out, "events-made ") < 2)
+        fail_msg("the second context's queue: want events of its own, 40 kernels at most: %s", out);
+}
+
 /* Wiring of the close without a drain: a share tenant alone closes its
  * windows (said at the debug level) without synchronising its context,
  * since the next window is its own; next to another share tenant that wants
@@ -1471,6 +1501,10 @@ static void test_alone_windows_close_without_drain(void **st)
     assert_int_equal(field(out, "launched "), 400);
     if (!strstr(out, "compute window closed") || field(out, "ctx-syncs ") != 0)
         fail_msg("alone: want windows closed, none with a context sync: %s", out);
+    /* Closed with work still queued (the ring keeps a few 1 ms kernels): the
+     * next window is charged from its start, where that work ran on. */
+    if (!strstr(out, "(from 0.00 ms into the window)"))
+        fail_msg("alone: want a window charged from its start (work carried): %s", out);
     use_root("close");
     setenv("GS_FAKE_KERNEL_US", "1000", 1);
     out = run_next_to_share(&s, "GPUSLICE_LOG_LEVEL=debug", args);
@@ -1606,6 +1640,7 @@ int main(void)
         cmocka_unit_test(test_ptsz_events_on_the_threads_stream),
         cmocka_unit_test(test_streams_bounded_apart),
         cmocka_unit_test(test_alone_windows_close_without_drain),
+        cmocka_unit_test(test_every_stream_gets_events),
         cmocka_unit_test(test_power_guard_next_to_critical),
         cmocka_unit_test(test_too_many_neighbours_said),
         cmocka_unit_test(test_fork_resets_every_module),

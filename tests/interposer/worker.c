@@ -435,6 +435,15 @@ static int launch_threads(int t, long n, long pause_us)
     return 0;
 }
 
+/* The fake's duration for the calling thread's kernels (no-op on a real
+ * driver). */
+static void thread_kernel_us(long long us)
+{
+    void (*f)(long long) = (void (*)(long long))dlsym(RTLD_DEFAULT, "gsfake_thread_kernel_us");
+    if (f)
+        f(us);
+}
+
 /* A thread of long kernels beside one of short ones, each on a stream of
  * its own: the long thread queues `first` kernels of long_us (the fake's
  * duration for the thread), then the short thread launches n empty kernels,
@@ -452,10 +461,7 @@ static void *long_main(void *p)
 {
     struct long_thread *l = p;
     A.cuCtxSetCurrent(ctx);
-    void (*kernel_us)(long long) =
-        (void (*)(long long))dlsym(RTLD_DEFAULT, "gsfake_thread_kernel_us");
-    if (kernel_us)
-        kernel_us(l->long_us);
+    thread_kernel_us(l->long_us);
     for (int stage = 1; stage <= 2; stage++) {
         if (stage == 2) {
             pthread_mutex_lock(&l->m);
@@ -504,6 +510,60 @@ static int two_streams(long first, long n, long more, long long_us)
     pthread_mutex_unlock(&l.m);
     pthread_join(th, NULL);
     printf("long launched %ld\n", l.launched);
+    return 0;
+}
+
+/* One kernel of one thread on s. */
+static CUresult kernel_on(CUstream s)
+{
+    return A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+}
+
+/* One thread alternating two streams: a 2 ms kernel on one, a 0.1 ms kernel
+ * on the other, n times; never a sync. Then the most kernels a launch found
+ * queued on its stream, and the context syncs (drains). */
+static int alternate(long n)
+{
+    CUstream a, b;
+    if (A.cuStreamCreate(&a, 0) != 0 || A.cuStreamCreate(&b, 0) != 0)
+        return 4;
+    for (long i = 0; i < n; i++) {
+        thread_kernel_us(2000);
+        if (kernel_on(a) != 0)
+            return 4;
+        thread_kernel_us(100);
+        if (kernel_on(b) != 0)
+            return 4;
+    }
+    printf("alternated %ld max-queued %llu ctx-syncs %llu\n", n,
+           fake_count("gsfake_max_queued", NULL), fake_count("gsfake_calls", "cuCtxSynchronize"));
+    return 0;
+}
+
+/* 8 kernels of 1 ms in the primary context and a sync; 250 ms on the CPU
+ * (a window ends meanwhile); then a context of the application's own and n
+ * kernels of 1 ms on its NULL stream, never a sync. Then the most kernels a
+ * launch found queued, and the events made. */
+static int second_context(long n)
+{
+    thread_kernel_us(1000);
+    for (int i = 0; i < 8; i++)
+        if (kernel_on(NULL) != 0)
+            return 4;
+    if (A.cuCtxSynchronize() != 0)
+        return 4;
+    struct timespec ts = {0, 250 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    CUresult (*create)(CUcontext *, unsigned, CUdevice) =
+        (CUresult(*)(CUcontext *, unsigned, CUdevice))dlsym(RTLD_DEFAULT, "cuCtxCreate_v2");
+    CUcontext own;
+    if (!create || create(&own, 0, 0) != CUDA_SUCCESS)
+        return 4;
+    for (long i = 0; i < n; i++)
+        if (kernel_on(NULL) != 0)
+            return 4;
+    printf("second-context launched %ld max-queued %llu events-made %llu\n", n,
+           fake_count("gsfake_max_queued", NULL), fake_count("gsfake_calls", "cuEventCreate"));
     return 0;
 }
 
@@ -958,6 +1018,10 @@ int main(int argc, char **argv)
     if (!strcmp(s, "launch-threads") && argc > 5)
         return launch_threads((int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                               strtol(argv[5], NULL, 10));
+    if (!strcmp(s, "alternate") && argc > 3)
+        return alternate(strtol(argv[3], NULL, 10));
+    if (!strcmp(s, "second-context") && argc > 3)
+        return second_context(strtol(argv[3], NULL, 10));
     if (!strcmp(s, "two-streams") && argc > 6)
         return two_streams(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                            strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10));
