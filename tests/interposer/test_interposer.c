@@ -1480,6 +1480,16 @@ static void test_every_stream_gets_events(void **st)
     assert_int_equal(field(out, "second-context launched "), 200);
     if (field(out, "max-queued ") > 40 || field(out, "events-made ") < 2)
         fail_msg("the second context's queue: want events of its own, 40 kernels at most: %s", out);
+    /* The slots are shared: 10 threads, each with 13 kernels of 100 ms on a
+     * stream of its own, want 4 events each (one per 4 launches in the first
+     * window, and the first), 40 in all, never more than 4 on a stream. The
+     * 33rd waits for the oldest of all, which does not finish within the
+     * wait's 50 ms: said. */
+    const char *pool_args[] = {"direct", "fill-pool", "10", "13", "100000", NULL};
+    out = run(&s, "GPUSLICE_LOG_LEVEL=debug", pool_args);
+    assert_int_equal(field(out, "pool launched "), 130);
+    if (!strstr(out, "did not finish in 50 ms"))
+        fail_msg("want the 33rd event to wait for the oldest of all: %s", out);
 }
 
 /* Wiring of the close without a drain: a share tenant alone closes its

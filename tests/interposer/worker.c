@@ -540,6 +540,44 @@ static int alternate(long n)
     return 0;
 }
 
+/* t threads, each on a stream of its own, each launching n kernels of
+ * kernel_us at once (never a sync): more events outstanding in all than the
+ * ring's slots. */
+struct pool_thread {
+    long n, kernel_us, launched;
+};
+static void *pool_main(void *p)
+{
+    struct pool_thread *t = p;
+    A.cuCtxSetCurrent(ctx);
+    thread_kernel_us(t->kernel_us);
+    CUstream s;
+    if (A.cuStreamCreate(&s, 0) != 0)
+        return NULL;
+    for (long i = 0; i < t->n; i++)
+        t->launched += kernel_on(s) == 0;
+    return NULL;
+}
+
+static int fill_pool(int threads, long n, long kernel_us)
+{
+    pthread_t th[16];
+    struct pool_thread t[16];
+    if (threads > 16)
+        threads = 16;
+    long launched = 0;
+    for (int i = 0; i < threads; i++) {
+        t[i] = (struct pool_thread){.n = n, .kernel_us = kernel_us};
+        pthread_create(&th[i], NULL, pool_main, &t[i]);
+    }
+    for (int i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        launched += t[i].launched;
+    }
+    printf("pool launched %ld\n", launched);
+    return 0;
+}
+
 /* 8 kernels of 1 ms in the primary context and a sync; 250 ms on the CPU
  * (a window ends meanwhile); then a context of the application's own and n
  * kernels of 1 ms on its NULL stream, never a sync. Then the most kernels a
@@ -1018,6 +1056,9 @@ int main(int argc, char **argv)
     if (!strcmp(s, "launch-threads") && argc > 5)
         return launch_threads((int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                               strtol(argv[5], NULL, 10));
+    if (!strcmp(s, "fill-pool") && argc > 5)
+        return fill_pool((int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
+                         strtol(argv[5], NULL, 10));
     if (!strcmp(s, "alternate") && argc > 3)
         return alternate(strtol(argv[3], NULL, 10));
     if (!strcmp(s, "second-context") && argc > 3)
