@@ -546,15 +546,32 @@ static void ctx_end(struct ctx *c)
     c->epoch++;
 }
 
-/* A stream's device and queue; NULL and the legacy/per-thread handles are
- * the current context's default stream. */
+/* Each thread's per-thread default stream, one queue per device (valid for
+ * the fake's generation it was last used in: a reset empties them all). */
+static __thread struct {
+    unsigned generation;
+    uint64_t busy_until[MAX_DEVICES];
+} per_thread;
+
+/* A stream's device and queue; NULL and the legacy handle are the current
+ * context's legacy default stream, CU_STREAM_PER_THREAD the calling
+ * thread's own (the _ptsz entry points name a NULL stream so: PTSZ). */
 static CUresult stream_queue(CUstream s, int *dev, uint64_t **busy_until)
 {
     if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
         CUresult rc = current_dev(dev);
-        if (rc == CUDA_SUCCESS)
+        if (rc != CUDA_SUCCESS)
+            return rc;
+        if (s != CU_STREAM_PER_THREAD) {
             *busy_until = &st.devs[*dev].default_busy_until;
-        return rc;
+            return CUDA_SUCCESS;
+        }
+        if (per_thread.generation != st.generation) {
+            memset(&per_thread, 0, sizeof per_thread);
+            per_thread.generation = st.generation;
+        }
+        *busy_until = &per_thread.busy_until[*dev];
+        return CUDA_SUCCESS;
     }
     struct rec *r = rec_find(K_STREAM, (uint64_t)(uintptr_t)s);
     if (!r)
@@ -1329,6 +1346,8 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
 }
 
 #define LAUNCH_ARGS f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream
+/* What a NULL stream means to a _ptsz entry point: the thread's own. */
+#define PTSZ(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
 
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
@@ -1345,6 +1364,7 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
                              void **kernelParams, void **extra)
 {
     ENTER(cuLaunchKernel_ptsz);
+    hStream = PTSZ(hStream);
     return launch(LAUNCH_ARGS);
 }
 
@@ -1365,29 +1385,30 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
                                         void **kernelParams)
 {
     ENTER(cuLaunchCooperativeKernel_ptsz);
+    hStream = PTSZ(hStream);
     return launch(LAUNCH_ARGS);
 }
 
-static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f)
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, int ptsz)
 {
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
     return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-                  c->blockDimZ, c->hStream);
+                  c->blockDimZ, ptsz ? PTSZ(c->hStream) : c->hStream);
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                           void **extra)
 {
     ENTER(cuLaunchKernelEx);
-    return launch_ex(config, f);
+    return launch_ex(config, f, 0);
 }
 
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                                void **extra)
 {
     ENTER(cuLaunchKernelEx_ptsz);
-    return launch_ex(config, f);
+    return launch_ex(config, f, 1);
 }
 
 /* A graph counts as one launch of one kernel's duration (docs/fake-driver.md). */
@@ -1418,7 +1439,7 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
     ENTER(cuGraphLaunch_ptsz);
-    return graph_launch(hGraphExec, hStream);
+    return graph_launch(hGraphExec, PTSZ(hStream));
 }
 
 /* The fake keeps no graph's memory in use: all of it is trimmed. */
@@ -1506,7 +1527,7 @@ CUresult cuStreamSynchronize(CUstream hStream)
 CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 {
     ENTER_UNLOCKED(cuStreamSynchronize_ptsz);
-    return sync_wait(hStream, false, NULL);
+    return sync_wait(PTSZ(hStream), false, NULL);
 }
 
 static CUresult stream_query(CUstream s)
@@ -1529,7 +1550,7 @@ CUresult cuStreamQuery(CUstream hStream)
 CUresult cuStreamQuery_ptsz(CUstream hStream)
 {
     ENTER(cuStreamQuery_ptsz);
-    return stream_query(hStream);
+    return stream_query(PTSZ(hStream));
 }
 
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)

@@ -449,14 +449,25 @@ static void thread_kernel_us(long long us)
  * duration for the thread), then the short thread launches n empty kernels,
  * each followed by a sync of its stream, and says so ("short launched", and
  * whether the long stream is still busy); then the long thread queues
- * `more`. The process ends with the long work still queued. */
+ * `more`. The process ends with the long work still queued. With ptsz,
+ * each thread's stream is its per-thread default stream (the _ptsz entry
+ * points on the NULL stream). */
 struct long_thread {
     CUstream s;
+    int ptsz;
     long first, more, long_us, launched;
     pthread_mutex_t m;
     pthread_cond_t c;
     int stage; /* 1: the first queued; 2: the short thread is done */
 };
+/* One kernel on s, or on the thread's per-thread default stream (ptsz). */
+static CUresult kernel_on_ptsz(CUstream s, int ptsz)
+{
+    if (ptsz)
+        return A.cuLaunchKernel_ptsz((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+    return A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+}
+
 static void *long_main(void *p)
 {
     struct long_thread *l = p;
@@ -471,8 +482,7 @@ static void *long_main(void *p)
         }
         long k = stage == 1 ? l->first : l->more;
         for (long i = 0; i < k; i++)
-            l->launched +=
-                A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, l->s, NULL, NULL) == 0;
+            l->launched += kernel_on_ptsz(l->s, l->ptsz) == 0;
         if (stage == 1) {
             pthread_mutex_lock(&l->m);
             l->stage = 1;
@@ -483,9 +493,9 @@ static void *long_main(void *p)
     return NULL;
 }
 
-static int two_streams(long first, long n, long more, long long_us)
+static int two_streams(long first, long n, long more, long long_us, int ptsz)
 {
-    struct long_thread l = {.first = first, .more = more, .long_us = long_us};
+    struct long_thread l = {.first = first, .more = more, .long_us = long_us, .ptsz = ptsz};
     CUstream s;
     if (A.cuStreamCreate(&l.s, 0) != 0 || A.cuStreamCreate(&s, 0) != 0)
         return 4;
@@ -499,10 +509,11 @@ static int two_streams(long first, long n, long more, long long_us)
     pthread_mutex_unlock(&l.m);
     long launched = 0;
     for (long i = 0; i < n; i++)
-        launched += A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL) == 0 &&
-                    A.cuStreamSynchronize(s) == 0;
+        launched += kernel_on_ptsz(s, ptsz) == 0 &&
+                    (ptsz ? A.cuStreamSynchronize_ptsz(NULL) : A.cuStreamSynchronize(s)) == 0;
+    /* (the long thread's per-thread stream is its own to query: -1) */
     printf("short launched %ld long-busy %d\n", launched,
-           A.cuStreamQuery(l.s) == CUDA_ERROR_NOT_READY);
+           ptsz ? -1 : A.cuStreamQuery(l.s) == CUDA_ERROR_NOT_READY);
     fflush(stdout);
     pthread_mutex_lock(&l.m);
     l.stage = 2;
@@ -1065,7 +1076,8 @@ int main(int argc, char **argv)
         return second_context(strtol(argv[3], NULL, 10));
     if (!strcmp(s, "two-streams") && argc > 6)
         return two_streams(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
-                           strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10));
+                           strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10),
+                           argc > 7 && !strcmp(argv[7], "ptsz"));
     if (!strcmp(s, "fork-launch") && argc > 3)
         return fork_launch(strtol(argv[3], NULL, 10));
     if (!strcmp(s, "requests") && argc > 4) {

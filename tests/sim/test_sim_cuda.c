@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -433,6 +434,16 @@ static void test_unified_memory(void **st)
     assert_int_equal(gsfake_used(0), 0);
 }
 
+/* Another thread's view of its own per-thread default stream, in the
+ * context the test made current. */
+static CUcontext other_ctx;
+static void *query_own_default_stream(void *rc)
+{
+    cuCtxSetCurrent(other_ctx);
+    *(CUresult *)rc = cuStreamQuery(CU_STREAM_PER_THREAD);
+    return NULL;
+}
+
 /* ---- launches ---- */
 
 static void launch_one(CUstream s)
@@ -474,10 +485,22 @@ static void test_launch_and_sync(void **st)
         cuLaunchCooperativeKernel_ptsz((CUfunction)0x100, 1, 1, 1, 1, 1, 1, 0, NULL, NULL),
         CUDA_SUCCESS);
     assert_int_equal(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
+    /* The _ptsz launch on NULL went to this thread's own default stream,
+     * which another thread's is not. */
+    assert_int_equal(cuStreamQuery(CU_STREAM_PER_THREAD), CUDA_ERROR_NOT_READY);
+    assert_int_equal(cuStreamQuery_ptsz(NULL), CUDA_ERROR_NOT_READY);
+    pthread_t other;
+    CUresult other_rc = CUDA_ERROR_UNKNOWN;
+    assert_int_equal(cuCtxGetCurrent(&other_ctx), CUDA_SUCCESS);
+    assert_int_equal(pthread_create(&other, NULL, query_own_default_stream, &other_rc), 0);
+    pthread_join(other, NULL);
+    assert_int_equal(other_rc, CUDA_SUCCESS);
     assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS); /* waits for every stream */
-    assert_true(now_us() - t0 >= 40000);                /* the default stream had two */
+    /* s, the legacy stream and the thread's own had one each, side by side */
+    assert_true(now_us() - t0 >= 20000);
     assert_int_equal(cuStreamQuery(s), CUDA_SUCCESS);
     assert_int_equal(cuStreamQuery(NULL), CUDA_SUCCESS);
+    assert_int_equal(cuStreamQuery(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
     assert_int_equal(gsfake_launches(), 6);
 
     assert_int_equal(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL),
