@@ -61,7 +61,8 @@ uint64_t gs_ring_launches(void);
 /* Paces the events from our last window: its GPU time and its launches. */
 void gs_ring_pace(uint64_t gpu_ns, uint64_t launches);
 /* Waits while more than max events are outstanding on any stream, for the
- * oldest first; next to a critical tenant (crit) with nothing to be queued (max 0) it spins first.
+ * oldest first; next to a critical tenant (crit) with nothing to be queued
+ * (max 0) it spins first.
  * A wait that saw a kernel of ours run alone (nothing of ours before it)
  * from launch to end tells seen (start, end), with no lock of ring.c held. */
 typedef void gs_ring_seen_fn(uint64_t start, uint64_t end);

@@ -2,17 +2,18 @@
  * launch, so that before the next we can wait until at most one kernel of
  * ours is queued (and a request of the critical tenant finds at most one
  * in front of it). Otherwise one per ring.every launches of a thread on a
- * stream (due), paced so that an event covers about COVER_NS of our GPU work (gs_ring_pace, from
- * the last window's GPU time per launch), and a launch that would record a fifth event on its
- * stream while GS_RING_SLOTS of that stream's are outstanding first waits for that stream's oldest:
- * each stream keeps about GS_RING_SLOTS x COVER_NS of work queued whatever the size of its kernels,
- * so a window's end waits for little, and a thread's launch never waits
- * behind another stream's kernels. (With one ring for the whole process, a
- * thread of short kernels beside one of long kernels waited for the long
- * ones' events: docs/benchmarks.md.) Tiny kernels then record an event once
- * in hundreds of launches, big ones after each. The events of all streams
- * share GS_RING_POOL slots; once they are all taken, a recording first
- * waits for the oldest of them all.
+ * stream (due), paced so that an event covers about COVER_NS of our GPU
+ * work (gs_ring_pace, from the last window's GPU time per launch), and a
+ * launch that would record a fifth event on its stream while GS_RING_SLOTS
+ * of that stream's are outstanding first waits for that stream's oldest:
+ * each stream keeps about GS_RING_SLOTS x COVER_NS of work queued whatever
+ * the size of its kernels, so a window's end waits for little, and a
+ * thread's launch never waits behind another stream's kernels. (With one
+ * ring for the whole process, a thread of short kernels beside one of long
+ * kernels waited for the long ones' events: docs/benchmarks.md.) Tiny
+ * kernels then record an event once in hundreds of launches, big ones
+ * after each. The events of all streams share GS_RING_POOL slots; once they
+ * are all taken, a recording first waits for the oldest of them all.
  *
  * ring.lock guards the slots: it is held for their bookkeeping and for the
  * driver's event calls on them (create, record, query: none of them waits for

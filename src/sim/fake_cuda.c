@@ -1298,7 +1298,8 @@ CUresult cuMemHostUnregister(void *p)
 
 static int fake_function_is_ours(const void *f);
 
-/* gsfake_thread_kernel_us: the calling thread's kernels' duration (< 0: GS_FAKE_KERNEL_US). */
+/* gsfake_thread_kernel_us: the calling thread's kernels' duration (< 0:
+ * GS_FAKE_KERNEL_US). */
 static __thread long long thread_kernel_ns = -1;
 
 void gsfake_thread_kernel_us(long long us)
