@@ -390,12 +390,36 @@ static uint64_t all_done_at(uint64_t launches, CUcontext ctx)
     return at;
 }
 
-/* What a window's end saw of our work (launches0: counted when it began),
- * and the next window's events paced from this one's GPU time per launch
- * (as the window is charged: to when its work finished). */
-static void window_seen(struct gs_cc_seen *seen, uint64_t launches0, uint64_t from,
-                        uint64_t drain_start)
+/* A window's end, outside cc.lock (cc.draining: no step decides
+ * meanwhile, and no lock is taken under another): what was seen of our
+ * work, and the next window's events paced from this one's GPU time per
+ * launch (as the window is charged: to when its work finished).
+ *
+ * A drain (wait) waits for all our queued work. A close (our next window
+ * begins where this one ended) does not: with work of ours still queued (an
+ * event unfinished) the window is charged to its end and the next one from
+ * its start (gs_cc_step); else as a drain that found nothing left, to our
+ * last launch or sync, or a whole-context sync after them (the launches
+ * after our last event, about 1 ms of work at most, are not seen). */
+static void window_end(struct gs_cc_seen *seen, int wait)
 {
+    cc.draining = 1;
+    uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
+    pthread_mutex_unlock(&cc.lock);
+    uint64_t launches0 = gs_ring_launches();
+    if (wait) {
+        seen->all_done = all_done_at(launches0, gs_current_ctx());
+        gs_ring_trim(0, 0, kernel_seen);
+        /* A context sync would invalidate a capture under way: then the
+         * events alone tell (the window's end is as they saw it). */
+        if (gs_captures_any())
+            seen->all_done = 0;
+        else if (gs_g.real.cuCtxSynchronize)
+            gs_g.real.cuCtxSynchronize();
+    } else {
+        seen->all_done =
+            gs_ring_window_closed() ? gs_clock_ns() : all_done_at(launches0, gs_current_ctx());
+    }
     /* A launch another thread had sent but not yet counted when the drain
      * began is counted by now (it takes microseconds, the drain's sync at
      * least as long): its work may have run after that synchronisation, and
@@ -409,56 +433,29 @@ static void window_seen(struct gs_cc_seen *seen, uint64_t launches0, uint64_t fr
     if (from && done > from)
         gs_ring_pace(done - from, launches - cc.paced_launches);
     cc.paced_launches = launches;
+    pthread_mutex_lock(&cc.lock);
+    cc.draining = 0;
+    pthread_cond_broadcast(&cc.drain_over);
 }
 
-/* Waits for all our queued work, outside cc.lock; no step decides meanwhile. */
+/* Waits for all our queued work. */
 static int io_drain(void *ctx, struct gs_cc_seen *seen)
 {
     (void)ctx;
-    cc.draining = 1;
-    uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
-    pthread_mutex_unlock(&cc.lock);
-    uint64_t launches0 = gs_ring_launches();
-    seen->all_done = all_done_at(launches0, gs_current_ctx());
-    gs_ring_trim(0, 0, kernel_seen);
-    /* A context sync would invalidate a capture under way: then the events
-     * alone tell (the window's end is as they saw it). */
-    if (gs_captures_any())
-        seen->all_done = 0;
-    else if (gs_g.real.cuCtxSynchronize)
-        gs_g.real.cuCtxSynchronize();
-    window_seen(seen, launches0, from, drain_start);
-    pthread_mutex_lock(&cc.lock);
-    cc.draining = 0;
-    pthread_cond_broadcast(&cc.drain_over);
+    window_end(seen, 1);
     return 1;
 }
 
-/* Our next window begins where this one ended: it closes without waiting
- * for our work, outside cc.lock (as a drain: no step decides meanwhile, and
- * no lock is taken under another). With work of ours still queued (an event
- * unfinished) the window is charged to its end, and the next one from its
- * start (gs_cc_step). Else as a drain that found nothing left: to our last
- * launch or sync, or a whole-context sync after them (the launches after our
- * last event, about 1 ms of work at most, are not seen). */
+/* Closes the window without waiting for our work; 0 where a wait for a
+ * full stream gave up, so that what is queued is not known (a kernel
+ * waiting on the host, say): the window drains then, and the next starts
+ * with nothing of ours queued and the bound back. */
 static int io_close(void *ctx, struct gs_cc_seen *seen)
 {
     (void)ctx;
-    /* A wait for a full stream gave up: what is queued is not known (a
-     * kernel waiting on the host, say). Drain: the next window starts with
-     * nothing of ours queued, and the bound is back. */
     if (gs_ring_unbounded())
         return 0;
-    cc.draining = 1;
-    uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
-    pthread_mutex_unlock(&cc.lock);
-    uint64_t launches0 = gs_ring_launches();
-    seen->all_done =
-        gs_ring_window_closed() ? gs_clock_ns() : all_done_at(launches0, gs_current_ctx());
-    window_seen(seen, launches0, from, drain_start);
-    pthread_mutex_lock(&cc.lock);
-    cc.draining = 0;
-    pthread_cond_broadcast(&cc.drain_over);
+    window_end(seen, 0);
     return 1;
 }
 

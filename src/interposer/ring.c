@@ -127,47 +127,23 @@ static void drop(int i)
                           memory_order_relaxed);
 }
 
-static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int *timed_out);
-
-/* Waits, until deadline at most, while stream k has more than max events
- * outstanding: for its oldest (one stream's events finish in order). */
-static int trim_stream(struct key k, int max, uint64_t deadline, int *timed_out)
-{
-    int waited = 0;
-    pthread_mutex_lock(&ring.lock);
-    while (outstanding(k) > max) {
-        int o = oldest(&k);
-        if (query(o) != CUDA_ERROR_NOT_READY) {
-            drop(o);
-            continue;
-        }
-        waited = 1;
-        pthread_mutex_unlock(&ring.lock);
-        uint64_t now = gs_clock_ns();
-        if (now >= deadline) {
-            *timed_out = 1;
-            return waited;
-        }
-        gs_clock_sleep_until(now + POLL_NS);
-        pthread_mutex_lock(&ring.lock);
-    }
-    pthread_mutex_unlock(&ring.lock);
-    return waited;
-}
+static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline,
+                int *timed_out);
 
 /* Without a critical tenant, before a launch on s is followed by its event:
  * room for one more of s's, and one more slot of the pool, waiting (a while
  * at most) for s's oldest, and for the oldest of all where the pool is full.
  * A wait that times out leaves the queues unbounded until the next drain. */
-static int make_room(CUstream s)
+int gs_ring_bound(CUstream s)
 {
     if (atomic_load_explicit(&ring.unbounded, memory_order_relaxed))
         return 0;
     int timed_out = 0;
     uint64_t deadline = gs_clock_ns() + FULL_WAIT_MAX_NS;
-    int waited = trim_stream(key_of(s), GS_RING_SLOTS - 1, deadline, &timed_out);
-    if (!timed_out && atomic_load_explicit(&ring.n, memory_order_relaxed) >= GS_RING_POOL)
-        waited |= trim(GS_RING_POOL - 1, 0, NULL, deadline, &timed_out);
+    struct key k = key_of(s);
+    int waited = trim(&k, GS_RING_SLOTS - 1, 0, NULL, deadline, &timed_out);
+    if (!timed_out)
+        waited |= trim(NULL, GS_RING_POOL - 1, 0, NULL, deadline, &timed_out);
     if (timed_out) {
         static _Atomic int said;
         atomic_store_explicit(&ring.unbounded, 1, memory_order_relaxed);
@@ -178,11 +154,6 @@ static int make_room(CUstream s)
                     (double)FULL_WAIT_MAX_NS / 1e6);
     }
     return waited;
-}
-
-int gs_ring_bound(CUstream s)
-{
-    return make_room(s);
 }
 
 /* Under ring.lock: records slot's event on s, making the event first (in
@@ -239,7 +210,7 @@ void gs_ring_record(CUstream s, int crit)
         (!crit && !due(s, atomic_load_explicit(&ring.every, memory_order_relaxed))))
         return;
     if (!crit)
-        (void)make_room(s);
+        (void)gs_ring_bound(s);
     CUstreamCaptureMode mode;
     int relaxed = gs_capture_relax(&mode);
     pthread_mutex_lock(&ring.lock);
@@ -308,35 +279,31 @@ int gs_ring_unbounded(void)
     return atomic_load_explicit(&ring.unbounded, memory_order_relaxed);
 }
 
+static void sweep(int except);
+
 int gs_ring_window_closed(void)
 {
     atomic_store_explicit(&ring.unbounded, 0, memory_order_relaxed);
     if (!atomic_load_explicit(&ring.n, memory_order_relaxed))
         return 0;
     pthread_mutex_lock(&ring.lock);
-    int busy = 0;
-    for (int i = 0; i < GS_RING_POOL; i++)
-        if (ring.seq[i]) {
-            if (query(i) == CUDA_ERROR_NOT_READY)
-                busy = 1;
-            else
-                drop(i);
-        }
+    sweep(-1);
+    int busy = atomic_load_explicit(&ring.n, memory_order_relaxed) > 0;
     pthread_mutex_unlock(&ring.lock);
     return busy;
 }
 
 int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen)
 {
-    int waited = trim(max, crit, seen, UINT64_MAX, NULL);
+    int waited = trim(NULL, max, crit, seen, UINT64_MAX, NULL);
     if (max == 0) /* everything of ours seen finished: the queue bound is back */
         atomic_store_explicit(&ring.unbounded, 0, memory_order_relaxed);
     return waited;
 }
 
-/* Under ring.lock, with the oldest unfinished: drops the other events
- * whose work has finished (streams finish out of order). Only worth it where
- * some may stay outstanding (max > 0): to get to none, each is waited for. */
+/* Under ring.lock: drops the events but except whose work has finished
+ * (streams finish out of order). In a trim, only worth it where some may
+ * stay outstanding (max > 0): to get to none, each is waited for. */
 static void sweep(int except)
 {
     for (int i = 0; i < GS_RING_POOL; i++)
@@ -344,21 +311,29 @@ static void sweep(int except)
             drop(i);
 }
 
-/* Waits while more than max events of ours are outstanding, on any stream:
- * for the oldest first. */
-static int trim(int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline, int *timed_out)
+/* Under ring.lock: the events outstanding on stream k (NULL: on any). */
+static int count(const struct key *k)
 {
-    if (atomic_load_explicit(&ring.n, memory_order_relaxed) <= max)
+    return k ? outstanding(*k) : atomic_load_explicit(&ring.n, memory_order_relaxed);
+}
+
+/* Waits, until deadline at most, while more than max events of ours are
+ * outstanding on stream k (NULL: on any stream): for the oldest first (one
+ * stream's events finish in order). */
+static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline,
+                int *timed_out)
+{
+    if (atomic_load_explicit(&ring.n, memory_order_relaxed) <= max) /* none has more */
         return 0;
     int waited = 0;
     uint64_t spin_until = 0, waited_for = 0; /* the recording we waited for (0: none) */
     pthread_mutex_lock(&ring.lock);
-    while (atomic_load_explicit(&ring.n, memory_order_relaxed) > max) {
-        int h = oldest(NULL);
+    while (count(k) > max) {
+        int h = oldest(k);
         if (query(h) == CUDA_ERROR_NOT_READY) {
-            if (max > 0) {
+            if (max > 0 && !k) {
                 sweep(h);
-                if (atomic_load_explicit(&ring.n, memory_order_relaxed) <= max)
+                if (count(k) <= max)
                     break;
             }
             waited_for = ring.seq[h];
