@@ -460,12 +460,18 @@ struct long_thread {
     pthread_cond_t c;
     int stage; /* 1: the first queued; 2: the short thread is done */
 };
+/* One kernel of one thread on s. */
+static CUresult kernel_on(CUstream s)
+{
+    return A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+}
+
 /* One kernel on s, or on the thread's per-thread default stream (ptsz). */
 static CUresult kernel_on_ptsz(CUstream s, int ptsz)
 {
     if (ptsz)
         return A.cuLaunchKernel_ptsz((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
-    return A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+    return kernel_on(s);
 }
 
 static void *long_main(void *p)
@@ -524,12 +530,6 @@ static int two_streams(long first, long n, long more, long long_us, int ptsz)
     return 0;
 }
 
-/* One kernel of one thread on s. */
-static CUresult kernel_on(CUstream s)
-{
-    return A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
-}
-
 /* One thread alternating two streams: a 2 ms kernel on one, a 0.1 ms kernel
  * on the other, n times; never a sync. Then the most kernels a launch found
  * queued on its stream, and the context syncs (drains). */
@@ -551,9 +551,10 @@ static int alternate(long n)
     return 0;
 }
 
-/* t threads, each on a stream of its own, each launching n kernels of
- * kernel_us at once (never a sync): more events outstanding in all than the
- * ring's slots. */
+/* t threads, each launching one kernel of kernel_us on each of n streams
+ * of its own (never a sync): a thread's first launch on a stream records an
+ * event however the events are paced, so t x n events are outstanding at
+ * once, one per stream: more in all than the ring's slots. */
 struct pool_thread {
     long n, kernel_us, launched;
 };
@@ -562,11 +563,12 @@ static void *pool_main(void *p)
     struct pool_thread *t = p;
     A.cuCtxSetCurrent(ctx);
     thread_kernel_us(t->kernel_us);
-    CUstream s;
-    if (A.cuStreamCreate(&s, 0) != 0)
-        return NULL;
-    for (long i = 0; i < t->n; i++)
+    for (long i = 0; i < t->n; i++) {
+        CUstream s;
+        if (A.cuStreamCreate(&s, 0) != 0)
+            return NULL;
         t->launched += kernel_on(s) == 0;
+    }
     return NULL;
 }
 
