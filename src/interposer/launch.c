@@ -396,18 +396,22 @@ static uint64_t all_done_at(uint64_t launches, CUcontext ctx)
  * launch (as the window is charged: to when its work finished).
  *
  * A drain (wait) waits for all our queued work. A close (our next window
- * begins where this one ended) does not: with work of ours still queued (an
- * event unfinished) the window is charged to its end and the next one from
- * its start (gs_cc_step); else as a drain that found nothing left, to our
- * last launch or sync, or a whole-context sync after them (the launches
- * after our last event, about 1 ms of work at most, are not seen). */
+ * begins where this one ended) does not wait where work of ours is still
+ * queued (an event unfinished): the window is charged to its end and the
+ * next one from its start (gs_cc_step). Where the events say our work has
+ * finished, it drains all the same: a short wait at most (for the launches
+ * after our last event, about 1 ms of work), and the window charged as a
+ * drain charges it (charged to the last launch instead, it missed the last
+ * kernel's run). */
 static void window_end(struct gs_cc_seen *seen, int wait)
 {
     cc.draining = 1;
     uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
     pthread_mutex_unlock(&cc.lock);
     uint64_t launches0 = gs_ring_launches();
-    if (wait) {
+    if (!wait && gs_ring_window_closed()) {
+        seen->all_done = gs_clock_ns();
+    } else {
         seen->all_done = all_done_at(launches0, gs_current_ctx());
         gs_ring_trim(0, 0, kernel_seen);
         /* A context sync would invalidate a capture under way: then the
@@ -416,9 +420,6 @@ static void window_end(struct gs_cc_seen *seen, int wait)
             seen->all_done = 0;
         else if (gs_g.real.cuCtxSynchronize)
             gs_g.real.cuCtxSynchronize();
-    } else {
-        seen->all_done =
-            gs_ring_window_closed() ? gs_clock_ns() : all_done_at(launches0, gs_current_ctx());
     }
     /* A launch another thread had sent but not yet counted when the drain
      * began is counted by now (it takes microseconds, the drain's sync at
@@ -446,10 +447,10 @@ static int io_drain(void *ctx, struct gs_cc_seen *seen)
     return 1;
 }
 
-/* Closes the window without waiting for our work; 0 where a wait for a
- * full stream gave up, so that what is queued is not known (a kernel
- * waiting on the host, say): the window drains then, and the next starts
- * with nothing of ours queued and the bound back. */
+/* Closes the window without waiting for our queued work (window_end); 0
+ * where a wait for a full stream gave up, so that what is queued is not
+ * known (a kernel waiting on the host, say): the window drains then, and
+ * the next starts with nothing of ours queued and the bound back. */
 static int io_close(void *ctx, struct gs_cc_seen *seen)
 {
     (void)ctx;
