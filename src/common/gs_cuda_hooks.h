@@ -196,6 +196,8 @@
     X(cuEventCreate, (CUevent * phEvent, unsigned int Flags), (phEvent, Flags), HELPER)            \
     X(cuEventRecord, (CUevent hEvent, CUstream hStream), (hEvent, hStream), HELPER)                \
     X(cuEventQuery, (CUevent hEvent), (hEvent), HELPER)                                            \
+    X(cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd),                    \
+      (pMilliseconds, hStart, hEnd), HELPER)                                                       \
     X(cuEventDestroy_v2, (CUevent hEvent), (hEvent), HELPER)                                       \
     X(cuMemAddressReserve,                                                                         \
       (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,                         \

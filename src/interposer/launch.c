@@ -598,9 +598,14 @@ static inline void cc_before(CUstream s)
         /* Next to a critical tenant: keep the queue short. Having waited for
          * it, the time this decision allowed may be past (a request may be
          * due now): decide again. */
-        if (GS_LIKELY(!gs_peers_any_critical()) ||
-            !gs_ring_trim(atomic_load_explicit(&cc.depth, memory_order_relaxed), 1, kernel_seen))
+        if (GS_LIKELY(!gs_peers_any_critical()))
             return;
+        int depth = atomic_load_explicit(&cc.depth, memory_order_relaxed);
+        if (!gs_ring_trim(depth, 1, kernel_seen)) {
+            if (depth == CRIT_QUEUED) /* the critical tenant idle: our launches' length */
+                gs_ring_measure_begin(s, now);
+            return;
+        }
     }
     cc_slow(s);
     now = gs_clock_ns();
@@ -651,9 +656,13 @@ static inline void cc_after(CUstream s)
         gs_prime_launched(now);
         return;
     }
-    int crit = gs_peers_any_critical();
-    if (gs_g.limits.compute || crit)
-        gs_ring_record(s, crit);
+    if (!gs_peers_any_critical()) {
+        if (gs_g.limits.compute)
+            gs_ring_record(s, GS_RING_SHARE);
+    } else {
+        int depth = atomic_load_explicit(&cc.depth, memory_order_relaxed);
+        gs_ring_record(s, depth == CRIT_QUEUED ? GS_RING_CRIT_IDLE : GS_RING_CRIT);
+    }
 }
 
 static inline void count_launch(void)

@@ -40,10 +40,22 @@ static inline int gs_peers_any_critical(void)
  * on all streams together. */
 enum { GS_RING_SLOTS = 4, GS_RING_POOL = 32 };
 
-/* After a launch on s: records an event on s, after each launch next to a
- * critical tenant (crit), otherwise after every gs_ring_pace-th launch of
- * the calling thread on s, first making room as gs_ring_bound does. */
-void gs_ring_record(CUstream s, int crit);
+/* Which launches record an event: without a critical tenant, every
+ * gs_ring_pace-th of a thread on a stream (SHARE); next to a critical tenant
+ * that is busy, or was just now, each (CRIT); next to one idle longer, those
+ * that cover about 50 us of our GPU work, as measured (CRIT_IDLE). */
+enum gs_ring_mode { GS_RING_SHARE, GS_RING_CRIT, GS_RING_CRIT_IDLE };
+/* After a launch on s: records an event on s if mode says so, first making
+ * room as gs_ring_bound does in SHARE. */
+void gs_ring_record(CUstream s, enum gs_ring_mode mode);
+/* CRIT_IDLE's launches per event for a GPU time per launch of per_ns (0: not
+ * measured: 1), and its estimate after a measure of sample_ns (errs long). */
+unsigned gs_ring_crit_every(uint64_t per_ns);
+uint64_t gs_ring_crit_estimate(uint64_t was_ns, uint64_t sample_ns);
+/* Next to an idle critical tenant, before a launch on s at now: if a measure
+ * is due, a timing event before the launch, paired with one after it in
+ * gs_ring_record (the launch's GPU time, for CRIT_IDLE's pace). */
+void gs_ring_measure_begin(CUstream s, uint64_t now);
 /* Without a critical tenant: waits (a while at most) while s has
  * GS_RING_SLOTS events outstanding, for its oldest, and while the pool is
  * full, for the oldest of all. Returns 1 when it had to wait. */

@@ -1,7 +1,17 @@
-/* Events after our launches: with a critical tenant around, one after every
- * launch, so that before the next we can wait until at most one kernel of
- * ours is queued (and a request of the critical tenant finds at most one
- * in front of it). Otherwise one per ring.every launches of a thread on a
+/* Events after our launches: with a critical tenant busy, or just now, one
+ * after every launch, so that before the next we can wait until none of ours
+ * is queued behind the running one (and a request of the critical tenant
+ * finds at most that one in front of it). With the critical tenant idle
+ * longer, where one event may stay outstanding, one per launches of a thread
+ * on a stream that cover about CRIT_COVER_NS of our GPU work (at least one
+ * launch; a launch measured now and then between a pair of timing events:
+ * gs_ring_measure_begin), so
+ * that a request finds about 2 x CRIT_COVER_NS of our work queued, or one
+ * kernel and the one running where ours are longer: tiny kernels then record
+ * an event, and query one, once in many launches instead of after each (an
+ * event's query costs more than an empty kernel's launch on the H200), and
+ * the GPU does not idle between them while we wait for the host's poll.
+ * Otherwise one per ring.every launches of a thread on a
  * stream (due), paced so that an event covers about COVER_NS of our GPU
  * work (gs_ring_pace, from the last window's GPU time per launch), and a
  * launch that would record a fifth event on its stream while GS_RING_SLOTS
@@ -23,6 +33,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "interposer/clock.h"
@@ -51,6 +62,17 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
  * launches): the queue is then left unbounded until the next drain, so the
  * wait never deadlocks. */
 #define FULL_WAIT_MAX_NS (50ull * 1000 * 1000)
+/* Next to an idle critical tenant: the GPU work one event should cover (a
+ * request then finds about twice that of ours queued; the wait for the older
+ * event, a sleep poll of some 20-70 us, must end before the newer one's work
+ * runs out, or the GPU idles). One launch is measured at most every
+ * MEASURE_GAP_NS. A wait for the older event longer than SLOWER_NS says our
+ * kernels got longer than measured: an event after every launch until
+ * measured again. */
+#define CRIT_COVER_NS (50ull * 1000)
+#define MEASURE_GAP_NS (10ull * 1000 * 1000)
+#define SLOWER_NS (4 * CRIT_COVER_NS)
+enum { CRIT_EVERY_MAX = 256 };
 
 /* Which stream an event is on, for the bound of each stream's queue. The
  * handle names a stream of its own, but the default streams' handles are
@@ -87,7 +109,24 @@ static struct {
     _Atomic uint64_t launches; /* launches counted here, in all */
     _Atomic unsigned every;    /* without a critical tenant: launches per event */
     _Atomic int unbounded;     /* a full stream's wait timed out: none until a drain */
-} ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START};
+    /* Next to an idle critical tenant: launches per event (1 until measured). */
+    _Atomic unsigned crit_every;
+    /* The measure of one launch's GPU time: a pair of timing events made in
+     * ctx, recorded on the launch's stream before it (state 1, by the thread
+     * whose m_mine is set) and after it (state 2); the estimate (per_ns, 0:
+     * none yet). Under the lock, but for when the next may begin (m_next,
+     * read on the launch path). */
+    struct {
+        CUevent ev[2];
+        CUcontext ctx;
+        int state;
+        int off;        /* no timing events: never measured */
+        unsigned gen;   /* measures begun */
+        uint64_t began; /* when the one in state 1 began */
+        uint64_t per_ns;
+    } m;
+    _Atomic uint64_t m_next;
+} ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START, .crit_every = 1};
 
 /* Under ring.lock. The oldest outstanding event (of stream k; NULL: of any),
  * -1 if none; and how many k has outstanding. */
@@ -203,16 +242,134 @@ static int due(CUstream s, unsigned every)
     return 1;
 }
 
-void gs_ring_record(CUstream s, int crit)
+/* The launches per event next to an idle critical tenant for a GPU time per
+ * launch of per_ns (0: not measured). */
+unsigned gs_ring_crit_every(uint64_t per_ns)
+{
+    if (!per_ns)
+        return 1;
+    uint64_t every = CRIT_COVER_NS / per_ns;
+    return every < 1 ? 1 : every > CRIT_EVERY_MAX ? CRIT_EVERY_MAX : (unsigned)every;
+}
+
+/* The estimate after a measure of sample_ns: it moves a quarter of the way
+ * to the sample, and at once to one more than twice as long (our kernels got
+ * longer: fewer launches per event at once). A sample that includes a gap
+ * (the stream had run dry when the launch was measured) errs long. */
+uint64_t gs_ring_crit_estimate(uint64_t was_ns, uint64_t sample_ns)
+{
+    if (!was_ns || sample_ns > 2 * was_ns)
+        return sample_ns;
+    return sample_ns >= was_ns ? was_ns + (sample_ns - was_ns) / 4
+                               : was_ns - (was_ns - sample_ns) / 4;
+}
+
+static void crit_pace(uint64_t per_ns)
+{
+    ring.m.per_ns = per_ns;
+    unsigned every = gs_ring_crit_every(per_ns);
+    unsigned was = atomic_exchange_explicit(&ring.crit_every, every, memory_order_relaxed);
+    if (every >= 2 * was || was >= 2 * every)
+        GS_LOGD("next to an idle critical tenant: an event per %u launches (%.1f us of GPU "
+                "time per launch)",
+                every, (double)per_ns / 1e3);
+}
+
+/* The thread that measures a launch: the measure's number and its stream,
+ * between begin and record (0: none). A measure whose launch never came is
+ * given up after MEASURE_STALE_NS. */
+static __thread unsigned m_mine __attribute__((tls_model("initial-exec")));
+static __thread struct key m_key __attribute__((tls_model("initial-exec")));
+#define MEASURE_STALE_NS (100ull * 1000 * 1000)
+
+void gs_ring_measure_begin(CUstream s, uint64_t now)
+{
+    if (!gs_g.real.cuEventElapsedTime ||
+        now < atomic_load_explicit(&ring.m_next, memory_order_relaxed))
+        return;
+    CUstreamCaptureMode cmode;
+    int relaxed = gs_capture_relax(&cmode);
+    pthread_mutex_lock(&ring.lock);
+    CUcontext cur = gs_current_ctx();
+    if (ring.m.state || now < atomic_load_explicit(&ring.m_next, memory_order_relaxed) ||
+        (ring.m.ctx && ring.m.ctx != cur)) /* another's, or another context's pair */
+        goto out;
+    for (int i = 0; i < 2; i++)
+        if (!ring.m.ev[i] && gs_g.real.cuEventCreate(&ring.m.ev[i], 0) != CUDA_SUCCESS) {
+            ring.m.ev[i] = NULL;
+            ring.m.off = 1;
+            atomic_store_explicit(&ring.m_next, UINT64_MAX, memory_order_relaxed);
+            GS_LOGI("no timing event: next to an idle critical tenant an event follows every "
+                    "launch");
+            goto out;
+        }
+    ring.m.ctx = cur;
+    if (gs_g.real.cuEventRecord(ring.m.ev[0], s) == CUDA_SUCCESS) {
+        ring.m.state = 1;
+        ring.m.began = now;
+        m_mine = ++ring.m.gen ? ring.m.gen : ++ring.m.gen;
+        m_key = key_of(s);
+        atomic_store_explicit(&ring.m_next, UINT64_MAX, memory_order_relaxed);
+    }
+out:
+    pthread_mutex_unlock(&ring.lock);
+    gs_capture_restore(relaxed, cmode);
+}
+
+/* Under ring.lock: the measured launch's second event, after it (by the
+ * thread that began, on the same stream; a launch on another stream leaves
+ * the first event unpaired, and the measure begins again). */
+static void measure_end(CUstream s)
+{
+    unsigned mine = m_mine;
+    m_mine = 0;
+    if (ring.m.state != 1 || ring.m.gen != mine)
+        return;
+    if (same(key_of(s), m_key) && gs_g.real.cuEventRecord(ring.m.ev[1], s) == CUDA_SUCCESS) {
+        ring.m.state = 2;
+        return;
+    }
+    ring.m.state = 0;
+    atomic_store_explicit(&ring.m_next, 0, memory_order_relaxed);
+}
+
+/* Under ring.lock: the measured launch's time, once its second event is
+ * reached: the estimate, and the launches per event. */
+static void measure_read(uint64_t now)
+{
+    float ms = 0;
+    CUresult rc = gs_g.real.cuEventElapsedTime(&ms, ring.m.ev[0], ring.m.ev[1]);
+    if (rc == CUDA_ERROR_NOT_READY)
+        return;
+    ring.m.state = 0;
+    atomic_store_explicit(&ring.m_next, now + MEASURE_GAP_NS, memory_order_relaxed);
+    if (rc == CUDA_SUCCESS && ms >= 0)
+        crit_pace(gs_ring_crit_estimate(ring.m.per_ns, (uint64_t)((double)ms * 1e6) + 1));
+}
+
+void gs_ring_record(CUstream s, enum gs_ring_mode mode)
 {
     atomic_fetch_add_explicit(&ring.launches, 1, memory_order_relaxed);
-    if (!gs_g.real.cuEventRecord ||
-        (!crit && !due(s, atomic_load_explicit(&ring.every, memory_order_relaxed))))
+    if (!gs_g.real.cuEventRecord)
         return;
-    if (!crit)
+    if (GS_UNLIKELY(m_mine)) {
+        CUstreamCaptureMode cmode;
+        int relaxed = gs_capture_relax(&cmode);
+        pthread_mutex_lock(&ring.lock);
+        measure_end(s);
+        pthread_mutex_unlock(&ring.lock);
+        gs_capture_restore(relaxed, cmode);
+    }
+    unsigned every = mode == GS_RING_SHARE ? atomic_load_explicit(&ring.every, memory_order_relaxed)
+                     : mode == GS_RING_CRIT_IDLE
+                         ? atomic_load_explicit(&ring.crit_every, memory_order_relaxed)
+                         : 1;
+    if (mode != GS_RING_CRIT && !due(s, every))
+        return;
+    if (mode == GS_RING_SHARE)
         (void)gs_ring_bound(s);
-    CUstreamCaptureMode mode;
-    int relaxed = gs_capture_relax(&mode);
+    CUstreamCaptureMode cmode;
+    int relaxed = gs_capture_relax(&cmode);
     pthread_mutex_lock(&ring.lock);
     int n = atomic_load_explicit(&ring.n, memory_order_relaxed);
     /* The first free slot (those made first have their events), else, all
@@ -237,15 +394,23 @@ void gs_ring_record(CUstream s, int crit)
             }
     }
     if (rc == CUDA_SUCCESS) {
-        ring.t[slot] = gs_clock_ns();
-        ring.solo[slot] = n == 0 && crit;
+        uint64_t now = gs_clock_ns();
+        ring.t[slot] = now;
+        /* a kernel's own duration: an event after one launch, nothing before it */
+        ring.solo[slot] = n == 0 && mode != GS_RING_SHARE && every == 1;
         ring.seq[slot] = ++ring.recorded;
         ring.key[slot] = key_of(s);
         if (was_free)
             atomic_store_explicit(&ring.n, n + 1, memory_order_relaxed);
+        if (ring.m.state == 2)
+            measure_read(now);
+        else if (ring.m.state == 1 && now - ring.m.began > MEASURE_STALE_NS) {
+            ring.m.state = 0; /* its thread launched no more */
+            atomic_store_explicit(&ring.m_next, 0, memory_order_relaxed);
+        }
     } /* else the slot keeps what it held: a failed record leaves an event as it was */
     pthread_mutex_unlock(&ring.lock);
-    gs_capture_restore(relaxed, mode);
+    gs_capture_restore(relaxed, cmode);
 }
 
 uint64_t gs_ring_launches(void)
@@ -327,6 +492,7 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
         return 0;
     int waited = 0;
     uint64_t spin_until = 0, waited_for = 0; /* the recording we waited for (0: none) */
+    uint64_t began = 0;                      /* when the wait began (0: none yet) */
     pthread_mutex_lock(&ring.lock);
     while (count(k) > max) {
         int h = oldest(k);
@@ -340,6 +506,8 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
             waited = 1;
             pthread_mutex_unlock(&ring.lock);
             uint64_t now = gs_clock_ns();
+            if (!began)
+                began = now;
             if (now >= deadline) {
                 *timed_out = 1;
                 return waited;
@@ -366,6 +534,18 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
             pthread_mutex_lock(&ring.lock);
         }
     }
+    /* Next to an idle critical tenant, the older of two events took long to
+     * finish: our kernels are longer than measured, and each event covers
+     * too many of them. One after each launch until a new measure. */
+    if (crit && max == 1 && began && gs_clock_ns() - began > SLOWER_NS &&
+        atomic_load_explicit(&ring.crit_every, memory_order_relaxed) > 1) {
+        atomic_store_explicit(&ring.crit_every, 1, memory_order_relaxed);
+        if (!ring.m.state)
+            atomic_store_explicit(&ring.m_next, 0, memory_order_relaxed);
+        GS_LOGD("next to an idle critical tenant: our oldest event took %.2f ms: an event "
+                "after every launch until measured again",
+                (double)(gs_clock_ns() - began) / 1e6);
+    }
     pthread_mutex_unlock(&ring.lock);
     return waited;
 }
@@ -386,6 +566,16 @@ void gs_ring_ctx_end(CUcontext ctx, int alive)
                 drop(i);
             any = 1;
         }
+    if (ring.m.ctx == ctx) { /* the measure's pair, likewise */
+        for (int i = 0; i < 2; i++)
+            if (ring.m.ev[i] && alive && gs_g.real.cuEventDestroy_v2)
+                gs_g.real.cuEventDestroy_v2(ring.m.ev[i]);
+        ring.m.ev[0] = ring.m.ev[1] = NULL;
+        ring.m.ctx = NULL;
+        ring.m.state = 0;
+        if (!ring.m.off)
+            atomic_store(&ring.m_next, 0);
+    }
     if (any)
         atomic_store(&ring.unbounded, 0);
     pthread_mutex_unlock(&ring.lock);
@@ -406,4 +596,8 @@ void gs_ring_after_fork(void)
     atomic_store(&ring.launches, 0);
     atomic_store(&ring.every, EVERY_START);
     atomic_store(&ring.unbounded, 0);
+    atomic_store(&ring.crit_every, 1);
+    memset(&ring.m, 0, sizeof ring.m);
+    atomic_store(&ring.m_next, 0);
+    m_mine = 0;
 }

@@ -136,6 +136,7 @@ static const int entry_version[E_COUNT] = {
     [E_cuEventCreate] = 2000,
     [E_cuEventRecord] = 2000,
     [E_cuEventQuery] = 2000,
+    [E_cuEventElapsedTime] = 2000,
     [E_cuEventSynchronize] = 2000,
     [E_cuEventDestroy_v2] = 4000,
     [E_cuMemGetAllocationGranularity] = 10020,
@@ -2016,6 +2017,12 @@ unsigned long long gsfake_max_queued(void)
     return atomic_load(&max_queued);
 }
 
+unsigned long long gsfake_max_queued_reset(void)
+{
+    pthread_once(&once, fake_init);
+    return atomic_exchange(&max_queued, 0);
+}
+
 unsigned long long gsfake_per_thread_records(void)
 {
     pthread_once(&once, fake_init);
@@ -2065,7 +2072,9 @@ void gsfake_reset(void)
 struct fake_event {
     uint32_t magic;
     int recorded;
+    unsigned flags;
     uint64_t done_at;
+    uint64_t stamp;  /* when the GPU reaches it: done_at, or the record's time on an idle stream */
     struct ctx *ctx; /* made in; stale once its epoch moved on */
     unsigned epoch;
     struct fake_event *next; /* every live event, in `events` (freed at a reset of the fake) */
@@ -2113,7 +2122,6 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
     ENTER(cuEventCreate);
     NEED_INIT();
-    (void)Flags;
     if (!phEvent)
         return CUDA_ERROR_INVALID_VALUE;
     struct ctx *c = ctx_current();
@@ -2124,6 +2132,7 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     if (!ev)
         return CUDA_ERROR_OUT_OF_MEMORY;
     ev->magic = EVENT_MAGIC;
+    ev->flags = Flags;
     ev->ctx = c;
     ev->epoch = c->epoch;
     ev->next = events;
@@ -2154,6 +2163,8 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
         atomic_fetch_add(&captured_records, 1);
     ev->recorded = 1;
     ev->done_at = *busy;
+    uint64_t now = now_ns();
+    ev->stamp = ev->done_at > now ? ev->done_at : now;
     if (hStream == CU_STREAM_PER_THREAD)
         atomic_fetch_add(&per_thread_records, 1);
     return CUDA_SUCCESS;
@@ -2170,6 +2181,28 @@ CUresult cuEventQuery(CUevent hEvent)
     if ((erc = capture_hazard(false)) != CUDA_SUCCESS)
         return erc;
     return !ev->recorded || now_ns() >= ev->done_at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+/* As the driver: both recorded and reached, neither made without timing. */
+CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    ENTER(cuEventElapsedTime);
+    NEED_INIT();
+    if (!pMilliseconds)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct fake_event *a, *b;
+    CUresult erc = event_from(hStart, "cuEventElapsedTime", &a);
+    if (erc == CUDA_SUCCESS)
+        erc = event_from(hEnd, "cuEventElapsedTime", &b);
+    if (erc != CUDA_SUCCESS)
+        return erc;
+    if (!a->recorded || !b->recorded || ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING_FLAG))
+        return CUDA_ERROR_INVALID_HANDLE;
+    uint64_t now = now_ns();
+    if (now < a->done_at || now < b->done_at)
+        return CUDA_ERROR_NOT_READY;
+    *pMilliseconds = (float)(((double)b->stamp - (double)a->stamp) / 1e6);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuEventSynchronize(CUevent hEvent)

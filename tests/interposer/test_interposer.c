@@ -897,7 +897,8 @@ static void test_best_effort_yields_to_critical(void **st)
         atomic_store(&cl->crit_launch_ns, mono());
         ssize_t n = read(fd, buf, sizeof buf - 1);
         if (n > 0)
-            fail_msg("best-effort tenant launched while the critical one was busy");
+            fail_msg("best-effort tenant launched while the critical one was busy: %.*s", (int)n,
+                     buf);
     }
     atomic_store(&cl->crit_idle_ns, mono()); /* the critical request finished */
     fcntl(fd, F_SETFL, 0);
@@ -1133,6 +1134,41 @@ static void test_queue_behind_running_kernel_next_to_critical(void **st)
     unsetenv("GS_FAKE_KERNEL_US");
     assert_int_equal(field(out, "launched "), 5);
     assert_int_equal(field(out, "max-queued "), 1);
+}
+
+/* Next to a critical tenant idle for a while, the events are paced by our
+ * kernels' GPU time (one launch measured between two timing events): one
+ * per launches covering about 50 us, so a tenant of 10 us kernels records
+ * one in several launches and keeps about 100 us queued (10 kernels: at most
+ * 2 x 5 behind the running one, and a few more before its first measure is
+ * read); 2 ms kernels keep an event each, and one queued. When the kernels
+ * get longer (10 us, then 2 ms) a long wait for the older event says so at
+ * once: by the second half of the long ones one is queued again. And next to
+ * a busy critical tenant every launch has its event, as before. */
+static void test_events_paced_next_to_idle_critical(void **st)
+{
+    (void)st;
+    use_root("paced"); /* its six slices: the test root's stay under the neighbours' bound */
+    const char *args[] = {"direct", "launch", "3000", NULL};
+    const char *out = run_next_to_critical_args(
+        GS_YIELD_BOUND, CRIT_IDLE_LONG, "GS_FAKE_KERNEL_US=10 GPUSLICE_LOG_LEVEL=debug", args);
+    assert_int_equal(field(out, "launched "), 3000);
+    long events = field(out, "events-recorded ");
+    if (events > 3000 / 2 || field(out, "max-queued ") > 16 ||
+        !strstr(out, "next to an idle critical tenant: an event per"))
+        fail_msg("10 us kernels next to an idle critical tenant: %s", out);
+    const char *longer[] = {"direct", "two-lengths", "1000", "10", "40", "2000", NULL};
+    out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, "GPUSLICE_LOG_LEVEL=debug",
+                                    longer);
+    assert_int_equal(field(out, "lengths launched "), 1040);
+    if (field(out, "then-queued ") > 1 || !strstr(out, "our oldest event took"))
+        fail_msg("kernels that got longer: %s", out);
+    const char *busy[] = {"direct", "launch", "200", NULL};
+    out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_BUSY, "GS_FAKE_KERNEL_US=10", busy);
+    assert_int_equal(field(out, "launched "), 200);
+    if (field(out, "events-recorded ") < 200 || field(out, "max-queued ") > 1)
+        fail_msg("10 us kernels next to a busy critical tenant: %s", out);
+    use_root(NULL);
 }
 
 /* The guard comes from the slice's limits (guard_us): a best-effort tenant
@@ -1649,6 +1685,7 @@ int main(void)
         cmocka_unit_test(test_shrink_falls_back_without_green_context),
         cmocka_unit_test(test_capture_untouched),
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
+        cmocka_unit_test(test_events_paced_next_to_idle_critical),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
         cmocka_unit_test(test_ptsz_events_on_the_threads_stream),
         cmocka_unit_test(test_streams_bounded_apart),
@@ -1681,5 +1718,7 @@ int main(void)
         cmocka_unit_test(test_pool_without_attributes_charges_requests),
         cmocka_unit_test(test_truncated_peer_ledger_is_harmless),
     };
+    if (getenv("GS_TEST_CASE"))
+        cmocka_set_test_filter(getenv("GS_TEST_CASE"));
     return cmocka_run_group_tests_name("interposer", tests, setup_all, teardown_all);
 }

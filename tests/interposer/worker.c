@@ -444,6 +444,29 @@ static void thread_kernel_us(long long us)
         f(us);
 }
 
+/* Kernels that get longer: n1 of us1 on the NULL stream, then n2 of us2, the
+ * most queued (in kernels of the length then) found by the first phase's
+ * launches, and by the second half of the second's. */
+static int two_lengths(long n1, long us1, long n2, long us2)
+{
+    thread_kernel_us(us1);
+    for (long i = 0; i < n1; i++)
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL))
+            return 4;
+    unsigned long long first = fake_count("gsfake_max_queued_reset", NULL);
+    thread_kernel_us(us2);
+    for (long i = 0; i < n2; i++) {
+        if (i == n2 / 2)
+            (void)fake_count("gsfake_max_queued_reset", NULL);
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL))
+            return 4;
+    }
+    printf("lengths launched %ld first-queued %llu then-queued %llu events-recorded %llu\n",
+           n1 + n2, first, fake_count("gsfake_max_queued", NULL),
+           fake_count("gsfake_calls", "cuEventRecord"));
+    return 0;
+}
+
 /* A thread of long kernels beside one of short ones, each on a stream of
  * its own: the long thread queues `first` kernels of long_us (the fake's
  * duration for the thread), then the short thread launches n empty kernels,
@@ -1072,6 +1095,9 @@ int main(int argc, char **argv)
     if (!strcmp(s, "fill-pool") && argc > 5)
         return fill_pool((int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                          strtol(argv[5], NULL, 10));
+    if (!strcmp(s, "two-lengths") && argc > 6)
+        return two_lengths(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
+                           strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10));
     if (!strcmp(s, "alternate") && argc > 3)
         return alternate(strtol(argv[3], NULL, 10));
     if (!strcmp(s, "second-context") && argc > 3)

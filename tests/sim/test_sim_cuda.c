@@ -515,6 +515,35 @@ static void test_launch_and_sync(void **st)
     assert_int_equal(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
 }
 
+/* Timing events, as the driver: the time between two events is the GPU's,
+ * from the first's place in the queue to the second's (an event on an idle
+ * stream is reached when recorded); not ready until both are reached, and
+ * refused for an event made without timing. */
+static void test_event_elapsed_time(void **st)
+{
+    (void)st;
+    fresh("GS_FAKE_KERNEL_US=20000", NULL);
+    with_context(0);
+    CUevent a, b, untimed;
+    assert_int_equal(cuEventCreate(&a, 0), CUDA_SUCCESS);
+    assert_int_equal(cuEventCreate(&b, 0), CUDA_SUCCESS);
+    assert_int_equal(cuEventCreate(&untimed, CU_EVENT_DISABLE_TIMING_FLAG), CUDA_SUCCESS);
+    float ms = -1;
+    assert_int_equal(cuEventElapsedTime(&ms, a, b), CUDA_ERROR_INVALID_HANDLE); /* unrecorded */
+    assert_int_equal(cuEventRecord(a, NULL), CUDA_SUCCESS);
+    launch_one(NULL);
+    launch_one(NULL);
+    assert_int_equal(cuEventRecord(b, NULL), CUDA_SUCCESS);
+    assert_int_equal(cuEventElapsedTime(&ms, a, b), CUDA_ERROR_NOT_READY);
+    assert_int_equal(cuEventSynchronize(b), CUDA_SUCCESS);
+    assert_int_equal(cuEventElapsedTime(&ms, a, b), CUDA_SUCCESS);
+    if (ms < 39.0f || ms > 41.0f) /* two 20 ms kernels back to back */
+        fail_msg("%.3f ms between the events", (double)ms);
+    assert_int_equal(cuEventRecord(untimed, NULL), CUDA_SUCCESS);
+    assert_int_equal(cuEventElapsedTime(&ms, a, untimed), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cuEventElapsedTime(NULL, a, b), CUDA_ERROR_INVALID_VALUE);
+}
+
 /* GS_FAKE_SYNC_US: a synchronisation returns that late even with nothing
  * queued (a busy host), and no later than the queue's end when that is
  * further. */
@@ -1085,6 +1114,14 @@ static CUresult call_cuEventQuery(void)
 {
     return cuEventQuery(event());
 }
+static CUresult call_cuEventElapsedTime(void)
+{
+    CUevent a = event(), b = event();
+    float ms;
+    cuEventRecord(a, NULL);
+    cuEventRecord(b, NULL);
+    return cuEventElapsedTime(&ms, a, b);
+}
 static CUresult call_cuEventSynchronize(void)
 {
     return cuEventSynchronize(event());
@@ -1542,6 +1579,7 @@ int main(void)
         cmocka_unit_test(test_host_memory),
         cmocka_unit_test(test_unified_memory),
         cmocka_unit_test(test_launch_and_sync),
+        cmocka_unit_test(test_event_elapsed_time),
         cmocka_unit_test(test_sync_latency),
         cmocka_unit_test(test_resolver_every_export),
         cmocka_unit_test(test_resolver_versions_and_flags),
