@@ -64,11 +64,11 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
 #define FULL_WAIT_MAX_NS (50ull * 1000 * 1000)
 /* Next to an idle critical tenant: the GPU work one event should cover (a
  * request then finds about twice that of ours queued; the wait for the older
- * event, a sleep poll of some 20-70 us, must end before the newer one's work
- * runs out, or the GPU idles). One launch is measured at most every
- * MEASURE_GAP_NS. A wait for the older event longer than SLOWER_NS says our
- * kernels got longer than measured: an event after every launch until
- * measured again. */
+ * event, a sleep poll that overshoots by some 40 us on the H200, should end
+ * before the newer one's work runs out, or the GPU idles). One launch is
+ * measured at most every MEASURE_GAP_NS. A wait for the older event longer
+ * than SLOWER_NS says our kernels got longer than measured: an event after
+ * every launch until measured again. */
 #define CRIT_COVER_NS (50ull * 1000)
 #define MEASURE_GAP_NS (10ull * 1000 * 1000)
 #define SLOWER_NS (4 * CRIT_COVER_NS)
@@ -121,6 +121,7 @@ static struct {
         CUcontext ctx;
         int state;
         int off;        /* no timing events: never measured */
+        int said;       /* the first measure's pace was logged */
         unsigned gen;   /* measures begun */
         uint64_t began; /* when the one in state 1 began */
         uint64_t per_ns;
@@ -269,10 +270,11 @@ static void crit_pace(uint64_t per_ns)
     ring.m.per_ns = per_ns;
     unsigned every = gs_ring_crit_every(per_ns);
     unsigned was = atomic_exchange_explicit(&ring.crit_every, every, memory_order_relaxed);
-    if (every >= 2 * was || was >= 2 * every)
+    if (!ring.m.said || every >= 2 * was || was >= 2 * every)
         GS_LOGD("next to an idle critical tenant: an event per %u launches (%.1f us of GPU "
                 "time per launch)",
                 every, (double)per_ns / 1e3);
+    ring.m.said = 1;
 }
 
 /* The thread that measures a launch: the measure's number and its stream,
