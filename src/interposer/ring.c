@@ -44,9 +44,9 @@
  * (querying the event, giving the CPU away between queries) for this long
  * before it polls with sleeps, whose timer slack alone is ~50 us; the CUDA
  * runtime's default synchronisation spins too. A wait with a kernel allowed
- * in the queue, and a drain at a window's end, do not spin: they poll with
- * sleeps at once (a spin there cost a tenant of small kernels throughput:
- * docs/benchmarks.md). */
+ * in the queue after every launch, and a drain at a window's end, do not
+ * spin: they poll with sleeps at once (a spin there cost a tenant of small
+ * kernels throughput: docs/benchmarks.md); a paced one does (PACED_SPIN_NS). */
 #define SPIN_NS (500ull * 1000)
 /* Poll rather than block in the driver: cheap, and a critical tenant's
  * arrival is seen within the poll interval. */
@@ -63,13 +63,16 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
  * wait never deadlocks. */
 #define FULL_WAIT_MAX_NS (50ull * 1000 * 1000)
 /* Next to an idle critical tenant: the GPU work one event should cover (a
- * request then finds about twice that of ours queued; the wait for the older
- * event, a sleep poll that overshoots by some 40 us on the H200, should end
- * before the newer one's work runs out, or the GPU idles). One launch is
- * measured at most every MEASURE_GAP_NS. A wait for the older event longer
- * than SLOWER_NS says our kernels got longer than measured: an event after
- * every launch until measured again. */
+ * request then finds about twice that of ours queued). The wait for the
+ * older event should end before the newer one's work runs out, or the GPU
+ * idles: where the events are paced it spins up to PACED_SPIN_NS first (a
+ * sleep poll overshoots by some 40 us on the H200: a loop of 5 us kernels ran
+ * at 8.6 us a launch with sleep polls, 6.4 us spinning, as native). One
+ * launch is measured at most every MEASURE_GAP_NS. A wait for the older
+ * event longer than SLOWER_NS says our kernels got longer than measured: an
+ * event after every launch until measured again. */
 #define CRIT_COVER_NS (50ull * 1000)
+#define PACED_SPIN_NS (2 * CRIT_COVER_NS)
 #define MEASURE_GAP_NS (10ull * 1000 * 1000)
 #define SLOWER_NS (4 * CRIT_COVER_NS)
 enum { CRIT_EVERY_MAX = 256 };
@@ -516,6 +519,14 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
             }
             if (crit && max == 0 && !spin_until)
                 spin_until = now + SPIN_NS;
+            /* Paced next to an idle critical tenant: one wait per many
+             * launches, with a batch of ours still queued behind the event
+             * waited for; a sleep poll's overshoot would let it run dry (the
+             * GPU idles, and the next measure takes in the launch's way to
+             * the GPU). */
+            if (crit && max == 1 && !spin_until &&
+                atomic_load_explicit(&ring.crit_every, memory_order_relaxed) > 1)
+                spin_until = now + PACED_SPIN_NS;
             if (now < spin_until)
                 sched_yield();
             else
