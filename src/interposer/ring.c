@@ -75,7 +75,16 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
 #define PACED_SPIN_NS (2 * CRIT_COVER_NS)
 #define MEASURE_GAP_NS (10ull * 1000 * 1000)
 #define SLOWER_NS (4 * CRIT_COVER_NS)
-enum { CRIT_EVERY_MAX = 256 };
+/* A long wait's GPU time per launch is a floor under the estimate that halves
+ * every FLOOR_HALF_NS: kernels of mixed lengths (hundreds of tiny ones, then a
+ * few long) would otherwise be paced by the tiny ones a single launch's
+ * measure mostly sees, and two events' worth would hold several long ones. */
+#define FLOOR_HALF_NS (1000ull * 1000 * 1000)
+/* Launches, since two streams (or threads' default streams) last took turns,
+ * during which every launch keeps its event: each stream's launches after its
+ * last event are covered by none, so with several streams paced the queue
+ * would hold that much per stream. */
+enum { CRIT_EVERY_MAX = 256, MULTI_LAUNCHES = 256 };
 
 /* Which stream an event is on, for the bound of each stream's queue. The
  * handle names a stream of its own, but the default streams' handles are
@@ -112,8 +121,12 @@ static struct {
     _Atomic uint64_t launches; /* launches counted here, in all */
     _Atomic unsigned every;    /* without a critical tenant: launches per event */
     _Atomic int unbounded;     /* a full stream's wait timed out: none until a drain */
-    /* Next to an idle critical tenant: launches per event (1 until measured). */
+    /* Next to an idle critical tenant: launches per event (1 until measured);
+     * the stream of the last launch (its key's hash), and the launch count when
+     * another stream's came between (crit_multi_at). */
     _Atomic unsigned crit_every;
+    _Atomic uintptr_t crit_last;
+    _Atomic uint64_t crit_multi_at;
     /* The measure of one launch's GPU time: a pair of timing events made in
      * ctx, recorded on the launch's stream before it (state 1, by the thread
      * whose m_mine is set) and after it (state 2); the estimate (per_ns, 0:
@@ -123,11 +136,13 @@ static struct {
         CUevent ev[2];
         CUcontext ctx;
         int state;
-        int off;        /* no timing events: never measured */
+        int off;        /* a timing event could not be made (said once) */
         int said;       /* the first measure's pace was logged */
         unsigned gen;   /* measures begun */
         uint64_t began; /* when the one in state 1 began */
         uint64_t per_ns;
+        uint64_t floor_ns, floor_at; /* a long wait's time per launch, and when */
+        uint64_t rec_launches;       /* ring.launches at the last recording */
     } m;
     _Atomic uint64_t m_next;
 } ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START, .crit_every = 1};
@@ -268,9 +283,19 @@ uint64_t gs_ring_crit_estimate(uint64_t was_ns, uint64_t sample_ns)
                                : was_ns - (was_ns - sample_ns) / 4;
 }
 
-static void crit_pace(uint64_t per_ns)
+/* Under ring.lock: the floor at now, halved for each FLOOR_HALF_NS since. */
+static uint64_t floor_at(uint64_t now)
+{
+    uint64_t halves = now > ring.m.floor_at ? (now - ring.m.floor_at) / FLOOR_HALF_NS : 0;
+    return halves >= 64 ? 0 : ring.m.floor_ns >> halves;
+}
+
+/* Under ring.lock: the pace for the estimate per_ns and the floor at now. */
+static void crit_pace(uint64_t per_ns, uint64_t now)
 {
     ring.m.per_ns = per_ns;
+    uint64_t fl = floor_at(now);
+    per_ns = per_ns > fl ? per_ns : fl;
     unsigned every = gs_ring_crit_every(per_ns);
     unsigned was = atomic_exchange_explicit(&ring.crit_every, every, memory_order_relaxed);
     if (!ring.m.said || every >= 2 * was || was >= 2 * every)
@@ -296,16 +321,24 @@ void gs_ring_measure_begin(CUstream s, uint64_t now)
     int relaxed = gs_capture_relax(&cmode);
     pthread_mutex_lock(&ring.lock);
     CUcontext cur = gs_current_ctx();
-    if (ring.m.state || now < atomic_load_explicit(&ring.m_next, memory_order_relaxed) ||
-        (ring.m.ctx && ring.m.ctx != cur)) /* another's, or another context's pair */
+    if (ring.m.state || now < atomic_load_explicit(&ring.m_next, memory_order_relaxed))
+        goto out;                          /* another thread's measure */
+    if (ring.m.ctx && ring.m.ctx != cur) { /* another context's pair: not now */
+        atomic_store_explicit(&ring.m_next, now + MEASURE_GAP_NS, memory_order_relaxed);
         goto out;
+    }
     for (int i = 0; i < 2; i++)
         if (!ring.m.ev[i] && gs_g.real.cuEventCreate(&ring.m.ev[i], 0) != CUDA_SUCCESS) {
             ring.m.ev[i] = NULL;
+            if (i && gs_g.real.cuEventDestroy_v2) { /* not half a pair */
+                gs_g.real.cuEventDestroy_v2(ring.m.ev[0]);
+                ring.m.ev[0] = NULL;
+            }
+            atomic_store_explicit(&ring.m_next, now + MEASURE_GAP_NS, memory_order_relaxed);
+            if (!ring.m.off)
+                GS_LOGI("no timing event: next to an idle critical tenant an event follows "
+                        "every launch until one can be made (said once)");
             ring.m.off = 1;
-            atomic_store_explicit(&ring.m_next, UINT64_MAX, memory_order_relaxed);
-            GS_LOGI("no timing event: next to an idle critical tenant an event follows every "
-                    "launch");
             goto out;
         }
     ring.m.ctx = cur;
@@ -349,7 +382,23 @@ static void measure_read(uint64_t now)
     ring.m.state = 0;
     atomic_store_explicit(&ring.m_next, now + MEASURE_GAP_NS, memory_order_relaxed);
     if (rc == CUDA_SUCCESS && ms >= 0)
-        crit_pace(gs_ring_crit_estimate(ring.m.per_ns, (uint64_t)((double)ms * 1e6) + 1));
+        crit_pace(gs_ring_crit_estimate(ring.m.per_ns, (uint64_t)((double)ms * 1e6) + 1), now);
+}
+
+/* CRIT_IDLE's launches per event for a launch on s: the measured pace, or 1
+ * while several streams take turns (MULTI_LAUNCHES). */
+static unsigned crit_idle_every(CUstream s)
+{
+    struct key k = key_of(s);
+    uintptr_t h = (uintptr_t)k.s ^ ((uintptr_t)k.thread << 1) ^ 1;
+    uint64_t launches = atomic_load_explicit(&ring.launches, memory_order_relaxed);
+    if (atomic_load_explicit(&ring.crit_last, memory_order_relaxed) != h) {
+        atomic_store_explicit(&ring.crit_last, h, memory_order_relaxed);
+        atomic_store_explicit(&ring.crit_multi_at, launches, memory_order_relaxed);
+    }
+    if (launches - atomic_load_explicit(&ring.crit_multi_at, memory_order_relaxed) < MULTI_LAUNCHES)
+        return 1;
+    return atomic_load_explicit(&ring.crit_every, memory_order_relaxed);
 }
 
 void gs_ring_record(CUstream s, enum gs_ring_mode mode)
@@ -366,9 +415,8 @@ void gs_ring_record(CUstream s, enum gs_ring_mode mode)
         gs_capture_restore(relaxed, cmode);
     }
     unsigned every = mode == GS_RING_SHARE ? atomic_load_explicit(&ring.every, memory_order_relaxed)
-                     : mode == GS_RING_CRIT_IDLE
-                         ? atomic_load_explicit(&ring.crit_every, memory_order_relaxed)
-                         : 1;
+                     : mode == GS_RING_CRIT_IDLE ? crit_idle_every(s)
+                                                 : 1;
     if (mode != GS_RING_CRIT && !due(s, every))
         return;
     if (mode == GS_RING_SHARE)
@@ -401,8 +449,11 @@ void gs_ring_record(CUstream s, enum gs_ring_mode mode)
     if (rc == CUDA_SUCCESS) {
         uint64_t now = gs_clock_ns();
         ring.t[slot] = now;
-        /* a kernel's own duration: an event after one launch, nothing before it */
-        ring.solo[slot] = n == 0 && mode != GS_RING_SHARE && every == 1;
+        /* a kernel's own duration: an event after one launch, the one after
+         * the last event, and nothing of ours before it */
+        uint64_t launches = atomic_load_explicit(&ring.launches, memory_order_relaxed);
+        ring.solo[slot] = n == 0 && mode != GS_RING_SHARE && launches == ring.m.rec_launches + 1;
+        ring.m.rec_launches = launches;
         ring.seq[slot] = ++ring.recorded;
         ring.key[slot] = key_of(s);
         if (was_free)
@@ -497,11 +548,19 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
         return 0;
     int waited = 0;
     uint64_t spin_until = 0, waited_for = 0; /* the recording we waited for (0: none) */
-    uint64_t began = 0;                      /* when the wait began (0: none yet) */
+    /* Next to an idle critical tenant: when the event waited for was first and
+     * last seen unfinished (the clock read before the query; 0: not yet), the
+     * GPU's proven busy time, which a host that stalls our thread meanwhile
+     * cannot lengthen. */
+    uint64_t began = 0, busy = 0;
+    int paced = crit && max == 1;
     pthread_mutex_lock(&ring.lock);
     while (count(k) > max) {
         int h = oldest(k);
+        uint64_t tq = paced ? gs_clock_ns() : 0;
         if (query(h) == CUDA_ERROR_NOT_READY) {
+            busy = tq;
+            began = began ? began : tq;
             if (max > 0 && !k) {
                 sweep(h);
                 if (count(k) <= max)
@@ -511,8 +570,6 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
             waited = 1;
             pthread_mutex_unlock(&ring.lock);
             uint64_t now = gs_clock_ns();
-            if (!began)
-                began = now;
             if (now >= deadline) {
                 *timed_out = 1;
                 return waited;
@@ -524,7 +581,7 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
              * waited for; a sleep poll's overshoot would let it run dry (the
              * GPU idles, and the next measure takes in the launch's way to
              * the GPU). */
-            if (crit && max == 1 && !spin_until &&
+            if (paced && !spin_until &&
                 atomic_load_explicit(&ring.crit_every, memory_order_relaxed) > 1)
                 spin_until = now + PACED_SPIN_NS;
             if (now < spin_until)
@@ -548,16 +605,25 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
         }
     }
     /* Next to an idle critical tenant, the older of two events took long to
-     * finish: our kernels are longer than measured, and each event covers
-     * too many of them. One after each launch until a new measure. */
-    if (crit && max == 1 && began && gs_clock_ns() - began > SLOWER_NS &&
-        atomic_load_explicit(&ring.crit_every, memory_order_relaxed) > 1) {
-        atomic_store_explicit(&ring.crit_every, 1, memory_order_relaxed);
-        if (!ring.m.state)
-            atomic_store_explicit(&ring.m_next, 0, memory_order_relaxed);
-        GS_LOGD("next to an idle critical tenant: our oldest event took %.2f ms: an event "
-                "after every launch until measured again",
-                (double)(gs_clock_ns() - began) / 1e6);
+     * finish: what it covered took at least that long on the GPU, a floor
+     * under the estimate per launch (our kernels may be longer than measured,
+     * or of mixed lengths); with more than one launch an event, one after
+     * each at once. */
+    if (paced && busy - began > SLOWER_NS) {
+        uint64_t end = gs_clock_ns();
+        unsigned every = atomic_load_explicit(&ring.crit_every, memory_order_relaxed);
+        uint64_t per = (busy - began) / every;
+        if (per > floor_at(end)) {
+            ring.m.floor_ns = per;
+            ring.m.floor_at = end;
+        }
+        if (every > 1) {
+            crit_pace(ring.m.per_ns, end);
+            GS_LOGD("next to an idle critical tenant: our oldest event took %.2f ms: an event "
+                    "per %u launches",
+                    (double)(busy - began) / 1e6,
+                    atomic_load_explicit(&ring.crit_every, memory_order_relaxed));
+        }
     }
     pthread_mutex_unlock(&ring.lock);
     return waited;
@@ -586,8 +652,7 @@ void gs_ring_ctx_end(CUcontext ctx, int alive)
         ring.m.ev[0] = ring.m.ev[1] = NULL;
         ring.m.ctx = NULL;
         ring.m.state = 0;
-        if (!ring.m.off)
-            atomic_store(&ring.m_next, 0);
+        atomic_store(&ring.m_next, 0);
     }
     if (any)
         atomic_store(&ring.unbounded, 0);
@@ -610,6 +675,8 @@ void gs_ring_after_fork(void)
     atomic_store(&ring.every, EVERY_START);
     atomic_store(&ring.unbounded, 0);
     atomic_store(&ring.crit_every, 1);
+    atomic_store(&ring.crit_last, 0);
+    atomic_store(&ring.crit_multi_at, 0);
     memset(&ring.m, 0, sizeof ring.m);
     atomic_store(&ring.m_next, 0);
     m_mine = 0;

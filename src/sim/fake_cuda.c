@@ -253,6 +253,7 @@ static _Atomic unsigned long calls[E_COUNT];
 static _Atomic unsigned long long launches, green_launches, module_launches;
 /* Most kernels found still queued on a stream by a launch (GS_FAKE_KERNEL_US). */
 static _Atomic unsigned long long max_queued;
+static _Atomic unsigned long long max_queued_ns; /* ... and the most work (ns) */
 static _Atomic unsigned long long per_thread_records;
 static _Atomic unsigned long long captured_launches; /* launches onto a capturing stream */
 static _Atomic unsigned long long captured_records;  /* event records onto a capturing stream */
@@ -337,6 +338,7 @@ static void reset_state(void)
     atomic_store(&green_launches, 0);
     atomic_store(&module_launches, 0);
     atomic_store(&max_queued, 0);
+    atomic_store(&max_queued_ns, 0);
     atomic_store(&per_thread_records, 0);
     atomic_store(&captured_launches, 0);
     atomic_store(&captured_records, 0);
@@ -1335,6 +1337,9 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
         unsigned long long m = atomic_load(&max_queued);
         while (q > m && !atomic_compare_exchange_weak(&max_queued, &m, q))
             ;
+        unsigned long long w = *busy - now, mw = atomic_load(&max_queued_ns);
+        while (w > mw && !atomic_compare_exchange_weak(&max_queued_ns, &mw, w))
+            ;
     }
     *busy = (*busy > now ? *busy : now) + kernel_ns;
     if (*busy > st.devs[dev].busy_until)
@@ -2020,7 +2025,14 @@ unsigned long long gsfake_max_queued(void)
 unsigned long long gsfake_max_queued_reset(void)
 {
     pthread_once(&once, fake_init);
+    atomic_store(&max_queued_ns, 0);
     return atomic_exchange(&max_queued, 0);
+}
+
+unsigned long long gsfake_max_queued_ns(void)
+{
+    pthread_once(&once, fake_init);
+    return atomic_load(&max_queued_ns);
 }
 
 unsigned long long gsfake_per_thread_records(void)

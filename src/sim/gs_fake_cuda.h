@@ -62,6 +62,7 @@ unsigned long long gsfake_green_launches(void);  /* of those, on a green context
 unsigned long long gsfake_module_launches(void); /* of those, of a cuModuleGetFunction function */
 unsigned long long gsfake_max_queued(void); /* most kernels a launch found queued on its stream */
 unsigned long long gsfake_max_queued_reset(void);   /* ... so far, and from 0 again */
+unsigned long long gsfake_max_queued_ns(void);      /* the most work (ns) a launch found queued */
 unsigned long long gsfake_calls(const char *name);  /* calls of one entry point since reset */
 unsigned long long gsfake_per_thread_records(void); /* cuEventRecord on CU_STREAM_PER_THREAD */
 unsigned long long gsfake_captured_launches(void);  /* launches onto a capturing stream */

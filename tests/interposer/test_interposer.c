@@ -1201,6 +1201,26 @@ static void test_events_paced_next_to_idle_critical(void **st)
     if (field(out, "then-queued ") > 1 ||
         (logged_pace(out, &per, &most) > 1 && !strstr(out, "our oldest event took")))
         fail_msg("kernels that got longer: %s", out);
+    /* Mixed lengths: in every 100 launches, 95 of 2 us and 5 of 1 ms. A
+     * single launch's measure mostly sees the short ones; the long wait for
+     * an event that covered long ones sets a floor under the estimate, and
+     * from then on one is queued behind the running one, as before the
+     * pacing (without the floor: about 5 ms). */
+    const char *mixed[] = {"direct", "mixed", "4000", "2", "1000", "100", "5", "1", NULL};
+    out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, "GPUSLICE_LOG_LEVEL=debug",
+                                    mixed);
+    assert_int_equal(field(out, "mixed launched "), 4000);
+    if (field(out, "then-queued-us ") > 2200)
+        fail_msg("kernels of mixed lengths: %s", out);
+    /* Four streams taking turns: each one's launches after its last event
+     * would be covered by none, so every launch keeps its event, and a launch
+     * finds one 10 us kernel queued at most (paced, about 27 us and one event
+     * per 4 launches). */
+    const char *turns[] = {"direct", "mixed", "3000", "10", "10", "1", "0", "4", NULL};
+    out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, NULL, turns);
+    assert_int_equal(field(out, "mixed launched "), 3000);
+    if (field(out, "queued-us ") > 15 || field(out, "events-recorded ") < 3000)
+        fail_msg("four streams taking turns: %s", out);
     const char *busy[] = {"direct", "launch", "200", NULL};
     out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_BUSY, "GS_FAKE_KERNEL_US=10", busy);
     assert_int_equal(field(out, "launched "), 200);

@@ -467,6 +467,37 @@ static int two_lengths(long n1, long us1, long n2, long us2)
     return 0;
 }
 
+/* Kernels of mixed lengths on the NULL stream: in every `period` launches,
+ * the last `burst` take long_us and the others short_us; the most work
+ * queued in front of a launch (the fake's measure, microseconds) in the
+ * whole run and in its second half. With streams > 1 instead: n launches
+ * of short_us taking turns over that many streams of the thread's own. */
+static int mixed(long n, long short_us, long long_us, long period, long burst, long streams)
+{
+    CUstream ss[16];
+    if (streams < 1 || streams > 16 || period < 1)
+        return 2;
+    for (long j = 0; j < streams && streams > 1; j++)
+        if (A.cuStreamCreate(&ss[j], 0))
+            return 4;
+    unsigned long long first = 0;
+    for (long i = 0; i < n; i++) {
+        if (i == n / 2) {
+            first = fake_count("gsfake_max_queued_ns", NULL);
+            (void)fake_count("gsfake_max_queued_reset", NULL);
+        }
+        thread_kernel_us(streams == 1 && i % period >= period - burst ? long_us : short_us);
+        CUstream s = streams > 1 ? ss[i % streams] : NULL;
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL))
+            return 4;
+    }
+    unsigned long long second = fake_count("gsfake_max_queued_ns", NULL);
+    printf("mixed launched %ld queued-us %llu then-queued-us %llu events-recorded %llu\n", n,
+           (first > second ? first : second) / 1000, second / 1000,
+           fake_count("gsfake_calls", "cuEventRecord"));
+    return 0;
+}
+
 /* A thread of long kernels beside one of short ones, each on a stream of
  * its own: the long thread queues `first` kernels of long_us (the fake's
  * duration for the thread), then the short thread launches n empty kernels,
@@ -1095,6 +1126,10 @@ int main(int argc, char **argv)
     if (!strcmp(s, "fill-pool") && argc > 5)
         return fill_pool((int)strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                          strtol(argv[5], NULL, 10));
+    if (!strcmp(s, "mixed") && argc > 8)
+        return mixed(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
+                     strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10),
+                     strtol(argv[7], NULL, 10), strtol(argv[8], NULL, 10));
     if (!strcmp(s, "two-lengths") && argc > 6)
         return two_lengths(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                            strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10));
