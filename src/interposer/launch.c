@@ -5,11 +5,12 @@
  * The hot path, for a tenant inside its window with no critical tenant
  * around, is one vDSO clock read and a compare: no lock, no system call
  * (and a launch that records an event, one in many, takes ring.lock). With
- * a critical tenant around, each launch takes ring.lock to wait for the
- * previous kernel (ring.c) and to record its own. The slow path (window
- * boundaries, the guard, a critical tenant active) runs the controller's
- * step (compute.c: gs_cc_step) with this process's clock, peers
- * (peers.c), ledger, drains and sleeps.
+ * a critical tenant busy or lingering, each launch takes ring.lock to wait
+ * for the previous kernel (ring.c) and to record its own; with one idle
+ * longer, those that record (paced by our measured kernel time) do. The
+ * slow path (window boundaries, the guard, a critical tenant active) runs
+ * the controller's step (compute.c: gs_cc_step) with this process's clock,
+ * peers (peers.c), ledger, drains and sleeps.
  *
  * Locks of the launch path (and the rest of the interposer's):
  *   cc.lock      (here) the controller's decision: cc.self, the peer list
