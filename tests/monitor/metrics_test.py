@@ -70,7 +70,9 @@ ok(crit.returncode == 0 and "requests 200" in crit.stdout, "a latency-critical t
 # that long). With a latency-critical tenant on the GPU (its slice, above) each
 # launch waits for the kernel before it, so the launches take the kernels' time
 # and the compute windows close as they go; the last, cut short by the exit, is
-# not charged (a window is charged when it is drained).
+# not charged (a window is charged when it is drained): up to a whole period
+# (0.2 s), and the two kernels that may be in flight across its start (on a
+# loaded CI host the charge came to 2.0 - 0.203 s).
 t0 = time.monotonic()
 share = subprocess.run([GS, "run", "--simulated", "--memory", "512Mi", "--compute", "40", "--keep-state",
                         "--state-root", root, "--", WORKER, "direct", "launch", "1000"],
@@ -89,7 +91,7 @@ srv.wait(timeout=10)
 s = series(body)
 k = KERNEL_US / 1e6
 gs_share = one(s, "gpuslice_slice_gpu_seconds_total", slice=ids.get("share"))
-ok(gs_share is not None and 1000 * k - 0.2 <= gs_share <= share_wall,
+ok(gs_share is not None and 1000 * k - 0.2 - 2 * k <= gs_share <= share_wall,
    "the share tenant's GPU time is its kernels' (1000 x 2 ms, less its last window), no more than its run took",
    (gs_share, share_wall))
 ok(one(s, "gpuslice_slice_compute_share_ratio", slice=ids.get("share")) == 0.4 and
