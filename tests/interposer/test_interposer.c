@@ -1221,6 +1221,13 @@ static void test_events_paced_next_to_idle_critical(void **st)
     assert_int_equal(field(out, "mixed launched "), 3000);
     if (field(out, "queued-us ") > 15 || field(out, "events-recorded ") < 3000)
         fail_msg("four streams taking turns: %s", out);
+    /* A reset of the context while paced: the measure's pair of events went
+     * with it (the fake aborts on one, as the driver crashes), and the next
+     * measure, after the end, makes its own. */
+    const char *reset[] = {"direct", "ctx-end", "reset", "67108864", NULL};
+    out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, "GS_FAKE_KERNEL_US=10", reset);
+    if (!strstr(out, "again rc=0"))
+        fail_msg("a context's reset while paced: %s", out);
     const char *busy[] = {"direct", "launch", "200", NULL};
     out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_BUSY, "GS_FAKE_KERNEL_US=10", busy);
     assert_int_equal(field(out, "launched "), 200);
