@@ -48,10 +48,6 @@ enum gs_ring_mode { GS_RING_SHARE, GS_RING_CRIT, GS_RING_CRIT_IDLE };
 /* After a launch on s: records an event on s if mode says so, first making
  * room as gs_ring_bound does in SHARE. */
 void gs_ring_record(CUstream s, enum gs_ring_mode mode);
-/* CRIT_IDLE's launches per event for a GPU time per launch of per_ns (0: not
- * measured: 1), and its estimate after a measure of sample_ns (errs long). */
-unsigned gs_ring_crit_every(uint64_t per_ns);
-uint64_t gs_ring_crit_estimate(uint64_t was_ns, uint64_t sample_ns);
 /* Next to an idle critical tenant, before a launch on s at now: if a measure
  * is due, a timing event before the launch, paired with one after it in
  * gs_ring_record (the launch's GPU time, for CRIT_IDLE's pace). */

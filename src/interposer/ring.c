@@ -5,13 +5,12 @@
  * longer, where one event may stay outstanding, one per launches of a thread
  * on a stream that cover about CRIT_COVER_NS of our GPU work (at least one
  * launch; a launch measured now and then between a pair of timing events:
- * gs_ring_measure_begin), so
- * that a request finds about 2 x CRIT_COVER_NS of our work queued, or one
- * kernel and the one running where ours are longer: tiny kernels then record
- * an event, and query one, once in many launches instead of after each (an
- * event's query costs more than an empty kernel's launch on the H200), and
- * the GPU does not idle between them while we wait for the host's poll.
- * Otherwise one per ring.every launches of a thread on a
+ * gs_ring_measure_begin), so that a request finds about 2 x CRIT_COVER_NS of
+ * our work queued, or one kernel and the one running where ours are longer:
+ * tiny kernels then record an event, and query one, once in many launches
+ * instead of after each (an event's query costs more than an empty kernel's
+ * launch on the H200), and the GPU does not idle between them while we wait
+ * for the host's poll. Otherwise one per ring.every launches of a thread on a
  * stream (due), paced so that an event covers about COVER_NS of our GPU
  * work (gs_ring_pace, from the last window's GPU time per launch), and a
  * launch that would record a fifth event on its stream while GS_RING_SLOTS
@@ -119,6 +118,7 @@ static struct {
     _Atomic int n;     /* outstanding; read without the lock to see there is nothing to do */
     uint64_t recorded; /* recordings so far */
     _Atomic uint64_t launches; /* launches counted here, in all */
+    uint64_t rec_launches;     /* ... at the last recording, under the lock */
     _Atomic unsigned every;    /* without a critical tenant: launches per event */
     _Atomic int unbounded;     /* a full stream's wait timed out: none until a drain */
     /* Next to an idle critical tenant: launches per event (1 until measured);
@@ -142,7 +142,6 @@ static struct {
         uint64_t began; /* when the one in state 1 began */
         uint64_t per_ns;
         uint64_t floor_ns, floor_at; /* a long wait's time per launch, and when */
-        uint64_t rec_launches;       /* ring.launches at the last recording */
     } m;
     _Atomic uint64_t m_next;
 } ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START, .crit_every = 1};
@@ -263,7 +262,7 @@ static int due(CUstream s, unsigned every)
 
 /* The launches per event next to an idle critical tenant for a GPU time per
  * launch of per_ns (0: not measured). */
-unsigned gs_ring_crit_every(uint64_t per_ns)
+static unsigned crit_every(uint64_t per_ns)
 {
     if (!per_ns)
         return 1;
@@ -275,7 +274,7 @@ unsigned gs_ring_crit_every(uint64_t per_ns)
  * to the sample, and at once to one more than twice as long (our kernels got
  * longer: fewer launches per event at once). A sample that includes a gap
  * (the stream had run dry when the launch was measured) errs long. */
-uint64_t gs_ring_crit_estimate(uint64_t was_ns, uint64_t sample_ns)
+static uint64_t crit_estimate(uint64_t was_ns, uint64_t sample_ns)
 {
     if (!was_ns || sample_ns > 2 * was_ns)
         return sample_ns;
@@ -296,7 +295,7 @@ static void crit_pace(uint64_t per_ns, uint64_t now)
     ring.m.per_ns = per_ns;
     uint64_t fl = floor_at(now);
     per_ns = per_ns > fl ? per_ns : fl;
-    unsigned every = gs_ring_crit_every(per_ns);
+    unsigned every = crit_every(per_ns);
     unsigned was = atomic_exchange_explicit(&ring.crit_every, every, memory_order_relaxed);
     if (!ring.m.said || every >= 2 * was || was >= 2 * every)
         GS_LOGD("next to an idle critical tenant: an event per %u launches (%.1f us of GPU "
@@ -382,16 +381,15 @@ static void measure_read(uint64_t now)
     ring.m.state = 0;
     atomic_store_explicit(&ring.m_next, now + MEASURE_GAP_NS, memory_order_relaxed);
     if (rc == CUDA_SUCCESS && ms >= 0)
-        crit_pace(gs_ring_crit_estimate(ring.m.per_ns, (uint64_t)((double)ms * 1e6) + 1), now);
+        crit_pace(crit_estimate(ring.m.per_ns, (uint64_t)((double)ms * 1e6) + 1), now);
 }
 
-/* CRIT_IDLE's launches per event for a launch on s: the measured pace, or 1
- * while several streams take turns (MULTI_LAUNCHES). */
-static unsigned crit_idle_every(CUstream s)
+/* CRIT_IDLE's launches per event for a launch on s, the launches-th: the
+ * measured pace, or 1 while several streams take turns (MULTI_LAUNCHES). */
+static unsigned crit_idle_every(CUstream s, uint64_t launches)
 {
     struct key k = key_of(s);
     uintptr_t h = (uintptr_t)k.s ^ ((uintptr_t)k.thread << 1) ^ 1;
-    uint64_t launches = atomic_load_explicit(&ring.launches, memory_order_relaxed);
     if (atomic_load_explicit(&ring.crit_last, memory_order_relaxed) != h) {
         atomic_store_explicit(&ring.crit_last, h, memory_order_relaxed);
         atomic_store_explicit(&ring.crit_multi_at, launches, memory_order_relaxed);
@@ -403,7 +401,7 @@ static unsigned crit_idle_every(CUstream s)
 
 void gs_ring_record(CUstream s, enum gs_ring_mode mode)
 {
-    atomic_fetch_add_explicit(&ring.launches, 1, memory_order_relaxed);
+    uint64_t launch = atomic_fetch_add_explicit(&ring.launches, 1, memory_order_relaxed) + 1;
     if (!gs_g.real.cuEventRecord)
         return;
     if (GS_UNLIKELY(m_mine)) {
@@ -415,7 +413,7 @@ void gs_ring_record(CUstream s, enum gs_ring_mode mode)
         gs_capture_restore(relaxed, cmode);
     }
     unsigned every = mode == GS_RING_SHARE ? atomic_load_explicit(&ring.every, memory_order_relaxed)
-                     : mode == GS_RING_CRIT_IDLE ? crit_idle_every(s)
+                     : mode == GS_RING_CRIT_IDLE ? crit_idle_every(s, launch)
                                                  : 1;
     if (mode != GS_RING_CRIT && !due(s, every))
         return;
@@ -452,8 +450,8 @@ void gs_ring_record(CUstream s, enum gs_ring_mode mode)
         /* a kernel's own duration: an event after one launch, the one after
          * the last event, and nothing of ours before it */
         uint64_t launches = atomic_load_explicit(&ring.launches, memory_order_relaxed);
-        ring.solo[slot] = n == 0 && mode != GS_RING_SHARE && launches == ring.m.rec_launches + 1;
-        ring.m.rec_launches = launches;
+        ring.solo[slot] = n == 0 && mode != GS_RING_SHARE && launches == ring.rec_launches + 1;
+        ring.rec_launches = launches;
         ring.seq[slot] = ++ring.recorded;
         ring.key[slot] = key_of(s);
         if (was_free)
@@ -671,6 +669,7 @@ void gs_ring_after_fork(void)
     }
     atomic_store(&ring.n, 0);
     ring.recorded = 0;
+    ring.rec_launches = 0;
     atomic_store(&ring.launches, 0);
     atomic_store(&ring.every, EVERY_START);
     atomic_store(&ring.unbounded, 0);
