@@ -1221,6 +1221,13 @@ static void test_events_paced_next_to_idle_critical(void **st)
     assert_int_equal(field(out, "mixed launched "), 3000);
     if (field(out, "queued-us ") > 15 || field(out, "events-recorded ") < 3000)
         fail_msg("four streams taking turns: %s", out);
+    /* Two threads on streams of their own, launching in turn: the same rule
+     * (the streams take turns), an event after every launch. */
+    const char *threads[] = {"direct", "thread-turns", "500", "10", NULL};
+    out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, NULL, threads);
+    assert_int_equal(field(out, "turns launched "), 1000);
+    if (field(out, "queued-us ") > 15 || field(out, "events-recorded ") < 1000)
+        fail_msg("two threads taking turns: %s", out);
     /* A reset of the context while paced: the measure's pair of events went
      * with it (the fake aborts on one, as the driver crashes), and the next
      * measure, after the end, makes its own. */

@@ -645,6 +645,58 @@ static int fill_pool(int threads, long n, long kernel_us)
     return 0;
 }
 
+/* Two threads, each on a stream of its own, taking turns launch by launch
+ * (n kernels of kernel_us each, never a sync): then the launches, the events
+ * recorded, and the most work a launch found queued on its stream (us). */
+struct turn_thread {
+    int me;
+    long n, kernel_us, launched;
+    pthread_mutex_t *m;
+    pthread_cond_t *c;
+    int *turn;
+};
+static void *turn_main(void *p)
+{
+    struct turn_thread *t = p;
+    A.cuCtxSetCurrent(ctx);
+    thread_kernel_us(t->kernel_us);
+    CUstream s;
+    int made = A.cuStreamCreate(&s, 0) == 0;
+    for (long i = 0; i < t->n; i++) {
+        pthread_mutex_lock(t->m);
+        while (*t->turn != t->me)
+            pthread_cond_wait(t->c, t->m);
+        pthread_mutex_unlock(t->m);
+        t->launched += made && kernel_on(s) == 0;
+        pthread_mutex_lock(t->m);
+        *t->turn = !t->me;
+        pthread_cond_broadcast(t->c);
+        pthread_mutex_unlock(t->m);
+    }
+    return NULL;
+}
+
+static int thread_turns(long n, long kernel_us)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+    int turn = 0;
+    pthread_t th[2];
+    struct turn_thread t[2];
+    (void)fake_count("gsfake_max_queued_reset", NULL);
+    for (int i = 0; i < 2; i++) {
+        t[i] = (struct turn_thread){
+            .me = i, .n = n, .kernel_us = kernel_us, .m = &m, .c = &c, .turn = &turn};
+        pthread_create(&th[i], NULL, turn_main, &t[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    printf("turns launched %ld queued-us %llu events-recorded %llu\n",
+           t[0].launched + t[1].launched, fake_count("gsfake_max_queued_ns", NULL) / 1000,
+           fake_count("gsfake_calls", "cuEventRecord"));
+    return 0;
+}
+
 /* 8 kernels of 1 ms in the primary context and a sync; 250 ms on the CPU
  * (a window ends meanwhile); then a context of the application's own and n
  * kernels of 1 ms on its NULL stream, never a sync. Then the most kernels a
@@ -1135,6 +1187,8 @@ int main(int argc, char **argv)
         return mixed(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                      strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10),
                      strtol(argv[7], NULL, 10), strtol(argv[8], NULL, 10));
+    if (!strcmp(s, "thread-turns") && argc > 4)
+        return thread_turns(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (!strcmp(s, "two-lengths") && argc > 6)
         return two_lengths(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                            strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10));
