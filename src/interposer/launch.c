@@ -242,7 +242,7 @@ static void kernel_seen(uint64_t start, uint64_t end)
     struct gs_cc_tenant t[GS_CC_MAX_TENANTS];
     int self = 0;
     pthread_mutex_lock(&cc.lock);
-    int n = gs_peers_view(t, &self); /* a dead critical tenant reads as not alive */
+    int n = gs_peers_view(t, &self, end); /* a dead critical tenant reads as not alive */
     int clean = 1;
     for (int i = 0; i < n && clean; i++)
         clean = i == self || !t[i].critical || !t[i].alive ||
@@ -304,7 +304,7 @@ static int io_read_peers(void *ctx, uint64_t now, struct gs_cc_tenant *t, int *s
 {
     (void)ctx;
     gs_peers_refresh(now);
-    int n = gs_peers_view(t, self);
+    int n = gs_peers_view(t, self, now);
     /* The power guard: is a critical tenant active (for the next sample),
      * and our duty, for the decision. */
     int active = 0;

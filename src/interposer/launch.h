@@ -21,9 +21,11 @@
 void gs_peers_init(const char *state_dir);
 /* At most once a second: looks again at who is there. */
 void gs_peers_refresh(uint64_t now);
-/* What every tenant publishes now, ours included: fills t (at most
- * GS_CC_MAX_TENANTS), sets *self to ours, returns how many. */
-int gs_peers_view(struct gs_cc_tenant *t, int *self);
+/* What every tenant publishes as of now, ours included: fills t (at most
+ * GS_CC_MAX_TENANTS), sets *self to ours, returns how many. Beside a
+ * critical tenant, another tenant's header read less than a millisecond
+ * before now may be used again (peers.c). */
+int gs_peers_view(struct gs_cc_tenant *t, int *self, uint64_t now);
 /* The three above run under launch.c's cc.lock: it guards the list. */
 
 /* Another tenant on this GPU is latency-critical (as of the last look).

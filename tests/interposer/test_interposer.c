@@ -1243,6 +1243,43 @@ static void test_events_paced_next_to_idle_critical(void **st)
     use_root(NULL);
 }
 
+/* Beside a critical tenant each decision lasts 50 us and reads the others'
+ * headers, a pread each: the best-effort neighbours' are read again only
+ * once a millisecond (their demand and windows change on the scale of
+ * windows), the critical tenant's every time. Six idle best-effort
+ * neighbours and 1,000 launches 60 us apart, each after its decision ended:
+ * read every time, at least 7,000 reads; now about one a launch, and six a
+ * millisecond. (Counted by the kernel: /proc/self/io.) */
+static void test_peers_read_sparingly_next_to_critical(void **st)
+{
+    (void)st;
+    use_root("peerreads");
+    for (int i = 0; i < 6; i++) {
+        struct slice peer;
+        mkslice(&peer, GiB);
+        set_compute(&peer, 10, GS_PRIO_BEST_EFFORT);
+        gs_ledger_close(ledger(&peer));
+    }
+    const char *args[] = {"direct", "gap-launch", "1000", "60", NULL};
+    const char *out =
+        run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, "GS_FAKE_KERNEL_US=5", args);
+    use_root(NULL);
+    const char *line = strstr(out, "gap launched ");
+    long launched = 0, reads = 0, ms = 0;
+    if (!line || sscanf(line, "gap launched %ld reads %ld ms %ld", &launched, &reads, &ms) != 3 ||
+        launched != 1000)
+        fail_msg("gap launches: %s", out);
+    if (reads < 0) {
+        print_message("the kernel counts no read calls here (/proc/self/io): not checked\n");
+        return;
+    }
+    /* two decisions a launch at most, the neighbours once a millisecond,
+     * and the slices looked at again once a second */
+    long bound = 2 * 1000 + 6 * (ms + 2) + 100 * (ms / 1000 + 1);
+    if (reads > bound)
+        fail_msg("%ld reads for 1000 launches in %ld ms (bound %ld): %s", reads, ms, bound, out);
+}
+
 /* The guard comes from the slice's limits (guard_us): a best-effort tenant
  * that gates says it is on, with its margin; a critical one says the setting
  * is not for it, and runs without. (What it decides: test_compute.c.) */
@@ -1758,6 +1795,7 @@ int main(void)
         cmocka_unit_test(test_capture_untouched),
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
         cmocka_unit_test(test_events_paced_next_to_idle_critical),
+        cmocka_unit_test(test_peers_read_sparingly_next_to_critical),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
         cmocka_unit_test(test_ptsz_events_on_the_threads_stream),
         cmocka_unit_test(test_streams_bounded_apart),

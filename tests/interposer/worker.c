@@ -645,6 +645,50 @@ static int fill_pool(int threads, long n, long kernel_us)
     return 0;
 }
 
+/* The read system calls this process has made (/proc/self/io's syscr), -1
+ * where the kernel does not count them. */
+static long long read_calls(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    long long n = -1;
+    char line[128];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "syscr: %lld", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* n launches on the NULL stream, each after gap_us on the CPU (the
+ * interposer's decision beside a critical tenant, 50 us long, has ended by
+ * then): the read system calls made meanwhile (-1: not counted), and how
+ * long it took. */
+static int gap_launch(long n, long gap_us)
+{
+    long launched = 0;
+    long long before = read_calls();
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        uint64_t from = now_ns();
+        while (now_ns() - from < (uint64_t)gap_us * 1000)
+            ;
+        launched += kernel_on(NULL) == 0;
+    }
+    uint64_t ms = (now_ns() - t0) / 1000000;
+    long long after = read_calls();
+    printf("gap launched %ld reads %lld ms %llu\n", launched,
+           before < 0 || after < 0 ? -1 : after - before, (unsigned long long)ms);
+    return 0;
+}
+
 /* Two threads, each on a stream of its own, taking turns launch by launch
  * (n kernels of kernel_us each, never a sync): then the launches, the events
  * recorded, and the most work a launch found queued on its stream (us). */
@@ -1187,6 +1231,8 @@ int main(int argc, char **argv)
         return mixed(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                      strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10),
                      strtol(argv[7], NULL, 10), strtol(argv[8], NULL, 10));
+    if (!strcmp(s, "gap-launch") && argc > 4)
+        return gap_launch(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (!strcmp(s, "thread-turns") && argc > 4)
         return thread_turns(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (!strcmp(s, "two-lengths") && argc > 6)
