@@ -17,13 +17,14 @@
 
 #define RESCAN_NS (1000ull * 1000 * 1000)
 /* Beside a latency-critical tenant a decision lasts GS_CC_CRIT_POLL_NS (50
- * us), and each read every other tenant's header: a pread each, 1.7 us on a
- * KVM guest, so each best-effort neighbour added that much to a launch every
- * 50 us (eight of them: 15 us). Only the critical tenant's stamps change on
- * that scale; what the others publish (demand, a window) changes on the
- * scale of windows. So there, a header read less than PEER_FRESH_NS ago is
- * used again, unless it said its tenant was in a window (whose end a
- * handoff waits for) or it is a critical tenant's. */
+ * us), and each read every other tenant's header: a pread each (0.4 us on
+ * the H200 machine's host, 1.7 us on a development VM), so each best-effort
+ * neighbour added that to a launch every 50 us (docs/benchmarks.md). Only
+ * the critical tenant's stamps change on that scale; what the others
+ * publish (demand, a window) changes on the scale of windows. So there, a
+ * header read less than PEER_FRESH_NS ago is used again, unless it said its
+ * tenant was in a window (whose end a handoff waits for) or it is a
+ * critical tenant's. */
 #define PEER_FRESH_NS (1000ull * 1000)
 
 struct peer {
