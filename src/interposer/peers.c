@@ -193,18 +193,14 @@ int gs_peers_view(struct gs_cc_tenant *t, int *self, uint64_t now)
             t[i].demand_ns = t[i].crit_launch_ns = t[i].crit_idle_ns = 0;
             t[i].crit_gap_ns = t[i].crit_gap_max_ns = 0;
             t[i].window_busy = 0;
-            if (!p->self) {
-                p->seen = t[i];
-                p->seen_at = now;
-            }
-            continue;
+        } else {
+            t[i].demand_ns = atomic_load_explicit(&l->demand_ns, memory_order_relaxed);
+            t[i].crit_launch_ns = atomic_load_explicit(&l->crit_launch_ns, memory_order_relaxed);
+            t[i].crit_idle_ns = atomic_load_explicit(&l->crit_idle_ns, memory_order_relaxed);
+            gs_cc_rhythm_unpack(atomic_load_explicit(&l->crit_rhythm, memory_order_relaxed),
+                                &t[i].crit_gap_ns, &t[i].crit_gap_max_ns);
+            t[i].window_busy = atomic_load_explicit(&l->window_busy, memory_order_relaxed) != 0;
         }
-        t[i].demand_ns = atomic_load_explicit(&l->demand_ns, memory_order_relaxed);
-        t[i].crit_launch_ns = atomic_load_explicit(&l->crit_launch_ns, memory_order_relaxed);
-        t[i].crit_idle_ns = atomic_load_explicit(&l->crit_idle_ns, memory_order_relaxed);
-        gs_cc_rhythm_unpack(atomic_load_explicit(&l->crit_rhythm, memory_order_relaxed),
-                            &t[i].crit_gap_ns, &t[i].crit_gap_max_ns);
-        t[i].window_busy = atomic_load_explicit(&l->window_busy, memory_order_relaxed) != 0;
         if (p->self) {
             *self = i;
         } else {
