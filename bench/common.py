@@ -63,22 +63,6 @@ def mps_control(env, what):
         subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=e)
 
 
-def capture_graph(torch, model, x):
-    """model(x) captured as one CUDA graph (how serving stacks launch), after three warm-up
-    passes on a side stream as CUDA graph capture requires; the caller replays it. Under
-    torch.no_grad()."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            model(x)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        model(x)
-    return graph
-
-
 def nvml_used_by_pid():
     """Device memory per process id, in bytes, as nvidia-smi (NVML) reports it."""
     q = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],

@@ -6,7 +6,8 @@
   infer: ResNet-50 (random weights, fp16) requests with think time; latencies
   --schedule FILE (both modes): instead, work only in the phases the file lists for this
          tenant ([{"t0": wall time, "t1": .., "on": bool, "think_ms": .., "tag": ..}, ...]),
-         idle in the others, and report per phase (bench/latency.py)
+         idle in the others, and report per phase (bench/latency.py); there infer runs
+         --model (resnet50, bert, decode) and hog --job (gemm, train): bench/workloads.py
 Both wait for the shared wall-clock start time so tenants overlap exactly.
 Prints one JSON line.
 """
@@ -17,7 +18,7 @@ import os
 import random
 import time
 
-from common import capture_graph  # the same directory: on sys.path when run as a script
+from workloads import best_effort_job, critical_model  # the same directory: on sys.path as a script
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("mode", choices=["hog", "infer"])
@@ -29,6 +30,14 @@ ap.add_argument("--group", type=int, default=4,
                 help="hog with --schedule: matmuls launched between synchronisations (small kernels "
                 "with a large group: a framework that queues many before it waits)")
 ap.add_argument("--batch", type=int, default=8)
+ap.add_argument("--model", choices=["resnet50", "bert", "decode"], default="resnet50",
+                help="infer with --schedule: the critical model (bench/workloads.py)")
+ap.add_argument("--seq", type=int, default=128, help="--model bert: tokens per sequence")
+ap.add_argument("--tokens", type=int, default=16, help="--model decode: tokens generated per request")
+ap.add_argument("--job", choices=["gemm", "train"], default="gemm",
+                help="hog with --schedule: the best-effort job (bench/workloads.py); train counts "
+                "ResNet-50 training steps at --train-batch")
+ap.add_argument("--train-batch", type=int, default=32, help="--job train: images per step")
 ap.add_argument("--requests", type=int, default=1000)
 ap.add_argument("--think-ms", type=float, default=2.0)
 ap.add_argument("--think-dist", choices=["fixed", "exp"], default="fixed",
@@ -77,42 +86,33 @@ def phases():
 
 
 if args.schedule and args.mode == "hog":
-    a = torch.randn(args.size, args.size, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(args.size, args.size, device="cuda", dtype=torch.bfloat16)
-    for _ in range(5):
-        a @ b
-    torch.cuda.synchronize()
+    step, unit, per_step = best_effort_job(torch, args.job, size=args.size, group=args.group,
+                                           train_batch=args.train_batch)
     out["phases"] = []
     for ph in phases():
         counted, t_from = 0, ph["t0"] + args.skip
         while True:
-            for _ in range(args.group):
-                a @ b
-            torch.cuda.synchronize()
+            step()
             now = time.time()
             if now > ph["t1"]:
                 break
             if now >= t_from:
-                counted += args.group
-        out["phases"].append({"tag": ph["tag"], "matmuls_per_s": counted / (ph["t1"] - t_from)})
+                counted += per_step
+        done = {"tag": ph["tag"], "rate": counted / (ph["t1"] - t_from), "unit": unit}
+        if unit == "matmuls":
+            done["matmuls_per_s"] = done["rate"]  # the name bench/shares.py's readers know
+        out["phases"].append(done)
     out["size"] = args.size
+    out["job"] = args.job
 elif args.schedule:
-    import torchvision
-
-    model = torchvision.models.resnet50(weights=None).half().cuda().eval()
-    x = torch.randn(args.batch, 3, 224, 224, device="cuda", dtype=torch.half)
     out["phases"] = []
     with torch.no_grad():
+        request, desc = critical_model(torch, args.model, args.batch, args.graph, seq=args.seq,
+                                       tokens=args.tokens)
         for _ in range(20):
-            model(x)
+            request()
         torch.cuda.synchronize()
-        request = lambda: model(x)  # noqa: E731
-        if args.graph:
-            request = capture_graph(torch, model, x).replay
-            for _ in range(20):
-                request()
-            torch.cuda.synchronize()
-            out["graph"] = True
+        out.update(desc)
         for ph in phases():
             if args.no_gc:
                 gc.collect()

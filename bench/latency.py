@@ -7,8 +7,10 @@ at several of the model's think times; variants side by side in one run.
   python3 bench/latency_table.py curve.json
 
 A is bench/compute_tenant.py infer: ResNet-50 (random weights, fp16) replayed as one CUDA
-graph (--eager: launched op by op), a request then a think time. B is compute_tenant.py hog:
-bf16 --size matmuls, --b-group between synchronisations. Per variant one pair of
+graph (--eager: launched op by op), a request then a think time; --a-model bert or decode
+runs a BERT-base-sized encoder or a GPT-2-small-sized decoder's token loop instead
+(bench/workloads.py). B is compute_tenant.py hog: bf16 --size matmuls, --b-group between
+synchronisations; --b-job train runs ResNet-50 training steps instead. Per variant one pair of
 processes follows a common wall-clock schedule of phases: B alone, then for each think time
 --reps pairs of (A alone, A with B) in alternating order, B alone again in the middle and at
 the end. A's p99 alone and with B then come from the same processes, seconds apart, so the
@@ -71,6 +73,14 @@ ap.add_argument("--est-ms", type=float, default=2.0,
 ap.add_argument("--configs", default="native,gs_defaults", help="the variants (above), comma-separated")
 ap.add_argument("--size", type=int, default=4096, help="B's matmul size")
 ap.add_argument("--b-group", type=int, default=4, help="B's matmuls between synchronisations")
+ap.add_argument("--a-model", choices=["resnet50", "bert", "decode"], default="resnet50",
+                help="A's model (bench/workloads.py): ResNet-50, a BERT-base-sized encoder, or a "
+                "GPT-2-small-sized decoder generating --tokens tokens per request")
+ap.add_argument("--seq", type=int, default=128, help="--a-model bert: tokens per sequence")
+ap.add_argument("--tokens", type=int, default=16, help="--a-model decode: tokens per request")
+ap.add_argument("--b-job", choices=["gemm", "train"], default="gemm",
+                help="B's job: the GEMM loop, or ResNet-50 training steps (bf16 autocast) at --train-batch")
+ap.add_argument("--train-batch", type=int, default=32, help="--b-job train: images per step")
 ap.add_argument("--pin", default="",
                 help="A's and B's CPUs, e.g. 2-5/8-11 (compute_tenant.py --cpus); A also runs "
                 "without garbage collection inside a phase")
@@ -186,6 +196,11 @@ def schedule(start):
     return a, b, t0 - start
 
 
+def b_rate(phase):
+    """B's work per second in one of its phases: matmuls, or training steps (--b-job)."""
+    return phase["rate"] if "rate" in phase else phase["matmuls_per_s"]
+
+
 def run_config(name, lead):
     a_gs, b_gs, mps, b_env, gpuslice = config(name)
     start = time.time() + lead
@@ -202,6 +217,10 @@ def run_config(name, lead):
                "--batch", str(args.batch), "--size", str(args.size)]
         if mode == "hog" and args.b_group != 4:
             cmd += ["--group", str(args.b_group)]
+        if mode == "hog" and args.b_job != "gemm":
+            cmd += ["--job", args.b_job, "--train-batch", str(args.train_batch)]
+        if mode == "infer" and args.a_model != "resnet50":
+            cmd += ["--model", args.a_model, "--seq", str(args.seq), "--tokens", str(args.tokens)]
         if pin:
             cmd += ["--cpus", pin] + (["--no-gc"] if mode == "infer" else [])
         if not args.eager and mode == "infer":
@@ -233,14 +252,14 @@ def run_config(name, lead):
         return {"error": ra.get("error") or rb.get("error"), "span_s": span}
     late = [p["tag"] for p in ra["phases"] if not p["lat_ms"]]
     res = {"span_s": span, "phases": [[p["tag"], round(p["t0"], 3), round(p["t1"], 3)] for p in sa],
-           "b_alone": [p["matmuls_per_s"] for p in rb["phases"] if p["tag"].startswith("B@")],
+           "b_alone": [b_rate(p) for p in rb["phases"] if p["tag"].startswith("B@")],
            "thinks": {}, "empty_phases": late, "interposer_said": {"A": said[0], "B": said[1]}}
     if smi is not None:
         res["smi"] = smi
     for t in [float(x) for x in args.thinks.split(",")]:
         alone = [p for p in ra["phases"] if p["tag"] == f"A@{t:g}"]
         withb = [p for p in ra["phases"] if p["tag"] == f"AB@{t:g}"]
-        brate = [p["matmuls_per_s"] for p in rb["phases"] if p["tag"] == f"AB@{t:g}"]
+        brate = [b_rate(p) for p in rb["phases"] if p["tag"] == f"AB@{t:g}"]
         la = [x for p in alone for x in p["lat_ms"]]
         lw = [x for p in withb for x in p["lat_ms"]]
         res["thinks"][f"{t:g}"] = {
@@ -257,7 +276,14 @@ def run_config(name, lead):
 
 res = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "batch": args.batch, "pin": args.pin, "graph": not args.eager,
        "gpuslice": args.gpuslice, "builds": dict(x.split("=", 1) for x in args.build), "thinks": args.thinks,
-       "think_dist": args.think_dist, "reps": args.reps, "size": args.size, "b_group": args.b_group, "configs": {}}
+       "think_dist": args.think_dist, "reps": args.reps, "size": args.size, "b_group": args.b_group,
+       "a_model": args.a_model, "b_job": args.b_job, "configs": {}}
+if args.a_model == "decode":
+    res["tokens"] = args.tokens
+if args.a_model == "bert":
+    res["seq"] = args.seq
+if args.b_job == "train":
+    res["train_batch"] = args.train_batch
 
 
 def summarise():

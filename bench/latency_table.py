@@ -14,14 +14,31 @@ import sys
 
 
 def key(r, t):
-    """What a native reference must share with a variant: batch, graph mode, and A's
-    think time and its distribution."""
-    return r["batch"], r.get("graph", False), r.get("think_dist", "fixed"), t
+    """What a native reference must share with a variant: A's model, batch, graph mode,
+    and its think time and their distribution."""
+    return a_label(r), r["batch"], r.get("graph", False), r.get("think_dist", "fixed"), t
 
 
 def bkey(r):
-    """What B's native reference must share with a variant: its matmul size and group."""
+    """What B's native reference must share with a variant: its job, and the GEMM's size
+    and group or the training batch."""
+    if r.get("b_job", "gemm") == "train":
+        return "train", r.get("train_batch")
     return r.get("size"), r.get("b_group", 4)
+
+
+def a_label(r):
+    """A's model as the tables name it (bench/workloads.py): resnet50, bert/SEQ,
+    decode/TOKENS."""
+    m = r.get("a_model", "resnet50")
+    return m + (f"/{r.get('seq')}" if m == "bert" else f"/{r.get('tokens')}" if m == "decode" else "")
+
+
+def b_label(r):
+    """B's job as the tables name it: gemm SIZE (xGROUP), or train BATCH."""
+    if r.get("b_job", "gemm") == "train":
+        return f"train {r.get('train_batch')}"
+    return f"gemm {r.get('size')}" + (f" x{r.get('b_group')}" if r.get("b_group", 4) != 4 else "")
 
 
 def cells(paths):
@@ -47,6 +64,7 @@ def cells(paths):
                 nan = float("nan")
                 out.append({
                     "path": path, "batch": r["batch"], "graph": r.get("graph", False), "variant": name,
+                    "workloads": f"{a_label(r)} / {b_label(r)}",
                     "think": float(t),
                     "think_label": ("~" if r.get("think_dist") == "exp" else "") + t, "busy": v["with_b"]["busy"], "p99_alone": v["alone"]["p99"],
                     "p99_with_b": v["with_b"]["p99"],
@@ -54,7 +72,7 @@ def cells(paths):
                     "p99_native": v["with_b"]["p99"] / ref if ref else nan, "native_elsewhere": src != path,
                     "p50_own": v["with_b"]["p50"] / v["alone"]["p50"] if v["alone"].get("p50") else nan,
                     "b_fraction": v["b_rate"] / b_refs[bkey(r)] if bkey(r) in b_refs else nan})
-    b_ref = next(iter(b_refs.values())) if len(b_refs) == 1 else None
+    b_ref = next(iter(b_refs.items())) if len(b_refs) == 1 else None  # (bkey, rate)
     return out, b_ref, any(r.get("graph") for _, r in runs)
 
 
@@ -63,14 +81,17 @@ if __name__ == "__main__":
         print(__doc__)
         sys.exit(0 if len(sys.argv) > 1 else 2)
     rows, b_ref, graph = cells(sys.argv[1:])
+    kinds = {c["workloads"] for c in rows}
+    # an A / B column where the files are not all the one ResNet-50 beside the one GEMM loop
+    more = len(kinds) > 1 or not all(k.startswith("resnet50 / gemm") for k in kinds)
     print("| batch | variant | think ms | A busy | A p99 alone (own) ms | A p99 with B ms | p99 / own alone "
-          "| p99 / native alone | p50 / own alone | B / native solo |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for c in sorted(rows, key=lambda x: (-x["batch"], x["think"], x["variant"])):
+          "| p99 / native alone | p50 / own alone | B / native solo |" + (" A / B |" if more else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if more else ""))
+    for c in sorted(rows, key=lambda x: (x["workloads"], -x["batch"], x["think"], x["variant"])):
         mark = "*" if c["native_elsewhere"] else ""
         print(f"| {c['batch']} | {c['variant']} | {c['think_label']} | {c['busy']:.2f} | {c['p99_alone']:.2f} "
               f"| {c['p99_with_b']:.2f} | {c['p99_own']:.2f} | {c['p99_native']:.2f}{mark} | {c['p50_own']:.2f} "
-              f"| {c['b_fraction']:.2f} |")
+              f"| {c['b_fraction']:.2f} |" + (f" {c['workloads']} |" if more else ""))
     if any(c["think_label"].startswith("~") for c in rows):
         print("\nThink times marked ~ are drawn from an exponential distribution with that mean "
               "(requests at random).")
@@ -85,13 +106,13 @@ if __name__ == "__main__":
             nat_b[bkey(r)] = max(v)
     if any(n != "native" for _, n, _ in b_alone) and nat_b:
         print("\nB alone (A's process idle beside it; best B-alone phase), against native B alone "
-              "with the same matmul size and group:\n")
-        print("| B matmul size | group | variant | B alone, matmuls/s | / native |")
+              "with the same job (matmul size and group, or training batch):\n")
+        print("| B matmul size or job | group or batch | variant | B alone, per s | / native |")
         print("|---|---|---|---|---|")
         for r, n, v in b_alone:
             ref = nat_b.get(bkey(r))
-            print(f"| {r.get('size')} | {r.get('b_group', 4)} | {n} | {max(v):.0f} | "
-                  + (f"{max(v) / ref:.2f} |" if ref else "– |"))
+            a, b = bkey(r)
+            print(f"| {a} | {b} | {n} | {max(v):.0f} | " + (f"{max(v) / ref:.2f} |" if ref else "– |"))
     clocks = [(r, n, c["smi"]) for r in runs for n, c in r["configs"].items() if isinstance(c.get("smi"), dict) and "error" not in c["smi"]]
     if clocks:
         print("\nThe GPU's SM clock and power (medians of nvidia-smi samples every 50 ms inside the phases):\n")
@@ -107,5 +128,6 @@ if __name__ == "__main__":
                       f"| {b.get('sm_mhz', 0):.0f} | {a.get('power_w', 0):.0f} | {ab.get('power_w', 0):.0f} "
                       f"| {b.get('power_w', 0):.0f} |")
     print(f"\nB's native solo throughput (median of the native variants' best B-alone phase): "
-          f"{b_ref:.0f} matmuls/s" if b_ref else "\nB's native solo throughput differs with its matmul size "
+          f"{b_ref[1]:.0f} {'steps' if b_ref[0][0] == 'train' else 'matmuls'}/s" if b_ref
+          else "\nB's native solo throughput differs with its matmul size "
           "and group: each row's B is against the native B alone of its own (table above).")

@@ -30,7 +30,10 @@ for ph in json.load(open(opt("--schedule"))):
         continue
     if mode == "hog":  # B: 1000 matmuls/s alone, 600 next to A
         rate = 1000.0 if ph["tag"].startswith("B@") else 600.0
-        out["phases"].append({"tag": ph["tag"], "matmuls_per_s": rate})
+        if "--job" in args:  # another job: its rate in its own unit, no matmuls
+            out["phases"].append({"tag": ph["tag"], "rate": rate / 100, "unit": "steps"})
+        else:
+            out["phases"].append({"tag": ph["tag"], "matmuls_per_s": rate})
     else:  # A: p50 1.0 / p99 2.0 ms alone; 1.2 / 3.0 ms with B
         alone = ph["tag"].startswith("A@")
         lat = [1.0 if alone else 1.2] * 99 + [2.0 if alone else 3.0]
@@ -142,7 +145,53 @@ def check(d):
     balone = [x for x in tab.stdout.splitlines() if x.startswith("| 1024 | 64 |")]
     t.ok(len(balone) == 3 and all(x.endswith("| 1000 | 1.00 |") for x in balone),
          "the table gives B alone per variant against native, by size and group", tab.stdout)
+    t.ok("A / B" not in tab.stdout, "no workload column where A and B are the ResNet-50 and the GEMM loop",
+         tab.stdout)
+    other_workloads(t, d, env, wrapper, out, logs)
     return t.done()
+
+
+def other_workloads(t, d, env, wrapper, first, logs):
+    """--a-model and --b-job: the tenants are told, B's rate is read in its own unit, and
+    the table names the workloads and keeps their references apart from the first run's."""
+    for x in os.listdir(logs):
+        os.remove(os.path.join(logs, x))
+    out = os.path.join(d, "decode-train.json")
+    cmd = [sys.executable, os.path.join(SRC, "bench", "latency.py"), "--gpuslice", wrapper,
+           "--configs", "native,gs_defaults", "--thinks", "3", "--requests", "10", "--reps", "1",
+           "--lead", "0.5", "--first-lead", "2", "--b-phase", "1.0", "--memory", "1Gi", "--eager",
+           "--a-model", "decode", "--tokens", "8", "--b-job", "train", "--train-batch", "16", "--out", out]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    if not t.ok(p.returncode == 0, "the harness runs a decode model beside a training job", p.stderr[-2000:]):
+        return
+    r = json.load(open(out))
+    t.ok(r.get("a_model") == "decode" and r.get("tokens") == 8 and r.get("b_job") == "train"
+         and r.get("train_batch") == 16 and "seq" not in r, "the results say which workloads ran",
+         {k: r.get(k) for k in ("a_model", "tokens", "b_job", "train_batch", "seq")})
+    t.ok(all(x["B_fraction_native"] == 0.6 and x["p99_ratio_own"] == 1.5 for x in r["summary"])
+         and len(r["summary"]) == 2, "B's training steps against its own alone: 0.6", r["summary"])
+    argv = []
+    for name in sorted(os.listdir(logs)):
+        with open(os.path.join(logs, name)) as f:
+            argv.append((name.split("-")[0], json.load(f)["argv"]))
+    opt = lambda a, k: a[a.index(k) + 1] if k in a else None  # noqa: E731
+    infer = [a for m, a in argv if m == "infer"]
+    hog = [a for m, a in argv if m == "hog"]
+    t.ok(len(infer) == 2 and all(opt(a, "--model") == "decode" and opt(a, "--tokens") == "8" and "--graph" not in a
+                                 for a in infer), "A gets --model decode, --tokens, and no --graph (--eager)", infer)
+    t.ok(len(hog) == 2 and all(opt(a, "--job") == "train" and opt(a, "--train-batch") == "16" for a in hog),
+         "B gets --job train and its batch", hog)
+    tab = subprocess.run([sys.executable, os.path.join(SRC, "bench", "latency_table.py"), first, out],
+                         capture_output=True, text=True, timeout=60)
+    rows = [[c.strip() for c in x.strip("|").split("|")] for x in tab.stdout.splitlines()
+            if x.startswith("| 8 |") and x.count("|") == 12]
+    mine = [c for c in rows if c[10] == "decode/8 / train 16"]
+    t.ok(tab.returncode == 0 and len(rows) == 8 and len(mine) == 2
+         and all(c[6] == "1.50" and c[7] == "1.50" and c[9] == "0.60" for c in mine),
+         "the table names each row's workloads, and takes each one's native reference from its own run",
+         tab.stdout + tab.stderr)
+    t.ok(any(x.startswith("| train | 16 | gs_defaults | 10 | 1.00 |") for x in tab.stdout.splitlines()),
+         "B alone: the training job's steps per second against its own native", tab.stdout)
 
 
 if __name__ == "__main__":

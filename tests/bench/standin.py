@@ -56,6 +56,9 @@ class _Model:
 
     cuda = eval = half
 
+    def to(self, *a, **k):
+        return self
+
     def __call__(self, x):
         return x
 
