@@ -49,16 +49,23 @@ static void critical_stamps(const struct gs_cc_tenant *t, int n, int self, uint6
  * loop's rhythm. (Not the linger: a serving loop may wait longer than that
  * between requests, and its requests would then go unguarded.)
  * 1: they are idle now, and crit_idle_seen is their latest "finished" stamp. */
+static void learn_pause(struct gs_cc_self *me, uint64_t gap, uint64_t pub_max);
+
 static int guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n, int self,
-                         int critical_busy)
+                         int critical_busy, uint64_t pub_max)
 {
     uint64_t launch, idle;
     critical_stamps(t, n, self, &launch, &idle);
     if (critical_busy) {
         /* idle unchanged: no whole request ran between the two looks */
         if (me->crit_idle_seen && idle == me->crit_idle_seen && launch > idle &&
-            launch - idle < GS_CC_GUARD_GAP_MAX_NS)
-            me->gaps[me->ngaps++ % GS_CC_GUARD_GAPS] = launch - me->crit_idle_seen;
+            launch - idle < GS_CC_GUARD_GAP_MAX_NS) {
+            uint64_t gap = launch - me->crit_idle_seen;
+            me->gaps[me->ngaps++ % GS_CC_GUARD_GAPS] = gap;
+            if (pub_max && gap > GS_CC_PAUSE_FACTOR * pub_max &&
+                gap > pub_max + GS_CC_GUARD_HOLD_NS)
+                learn_pause(me, gap, pub_max);
+        }
         me->crit_idle_seen = 0;
         return 0;
     }
@@ -66,6 +73,35 @@ static int guard_observe(struct gs_cc_self *me, const struct gs_cc_tenant *t, in
         return 0; /* none, or a launch not seen finished that is no longer believed busy */
     me->crit_idle_seen = idle;
     return 1;
+}
+
+/* A pause between the critical tenants' bursts: longer than the hold after
+ * the longest gap of their published rhythm (pub_max), so one in which the
+ * guard let us go. Pauses learnt against a hold more than twice as long or
+ * short are of another loop (or another phase of it): forgotten. */
+static void learn_pause(struct gs_cc_self *me, uint64_t gap, uint64_t pub_max)
+{
+    uint64_t of = pub_max + GS_CC_GUARD_HOLD_NS;
+    if (me->pauses_of && (of > 2 * me->pauses_of || me->pauses_of > 2 * of))
+        me->npauses = 0;
+    me->pauses_of = of;
+    me->pauses[me->npauses++ % GS_CC_GUARD_PAUSES] = gap;
+}
+
+int gs_cc_guard_pauses(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *longest)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    if (me->npauses < GS_CC_GUARD_PAUSES)
+        return 0;
+    for (unsigned i = 0; i < GS_CC_GUARD_PAUSES; i++) {
+        lo = me->pauses[i] < lo ? me->pauses[i] : lo;
+        hi = me->pauses[i] > hi ? me->pauses[i] : hi;
+    }
+    if (shortest)
+        *shortest = lo;
+    if (longest)
+        *longest = hi;
+    return hi <= 2 * lo;
 }
 
 int gs_cc_gaps_rhythm(const uint64_t *gaps, unsigned ngaps, uint64_t *shortest, uint64_t *median)
@@ -142,13 +178,16 @@ uint64_t gs_cc_rhythm(const struct gs_cc_prime *p)
      * then (the shortest of 8 exponential gaps is half their median about one
      * time in 14), and every hold then costs for nothing; a serving loop's
      * gaps differ by its jitter. */
-    if (p->ngaps < GS_CC_GUARD_GAPS || !gs_cc_gaps_rhythm(p->gaps, p->ngaps, &gap, NULL))
+    if (p->ngaps < GS_CC_GUARD_GAPS)
         return 0;
-    for (unsigned i = 0; i < GS_CC_GUARD_GAPS; i++) {
-        if (p->gaps[i] > 2 * gap)
-            return 0;
+    int rhythm = gs_cc_gaps_rhythm(p->gaps, p->ngaps, &gap, NULL);
+    for (unsigned i = 0; i < GS_CC_GUARD_GAPS; i++)
         longest = p->gaps[i] > longest ? p->gaps[i] : longest;
-    }
+    /* Gaps that short (a decoder's tokens, the host between them) hold
+     * nothing of a best-effort tenant's, jitter or not: published as they
+     * are, so it holds through the burst (compute.h). */
+    if (longest > GS_CC_RHYTHM_SHORT_NS && (!rhythm || longest > 2 * gap))
+        return 0;
     /* Gaps are under GS_CC_GUARD_GAP_MAX_NS: their microseconds fit 32 bits. */
     return (longest / 1000) << 32 | (gap / 1000 ? gap / 1000 : 1);
 }
@@ -210,8 +249,18 @@ static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t pub, uint64_t p
         uint64_t release = me->crit_idle_seen + pub_max + GS_CC_GUARD_HOLD_NS;
         if (now + me->kernel_ns + me->guard_ns <= due)
             return 0;
-        if (now >= release)
-            return 0;
+        if (now >= release) {
+            /* It pauses. Between bursts with a rhythm of their own, the next
+             * burst's first request is due one shortest pause after the
+             * "finished" stamp, and held for the same way (compute.h). */
+            uint64_t p_short, p_long;
+            if (!gs_cc_guard_pauses(me, &p_short, &p_long))
+                return 0;
+            due = me->crit_idle_seen + p_short;
+            release = me->crit_idle_seen + p_long + GS_CC_GUARD_HOLD_NS;
+            if (now + me->kernel_ns + me->guard_ns <= due || now >= release)
+                return 0;
+        }
         uint64_t again = now + GS_CC_CRIT_POLL_NS;
         return again < release ? again : release;
     }
@@ -480,15 +529,23 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     me->guard_held = 0;
     me->power_held = 0;
     uint64_t hold = 0; /* the guard holds gated tenants only (not critical, not bound) */
+    uint64_t pub_max = 0, pub = 0, p_short, p_long;
+    if (me->guard_ns && !t[self].critical && !t[self].bound)
+        pub = published_gap(t, n, self, &pub_max);
     if (me->guard_ns && !t[self].critical && !t[self].bound &&
-        guard_observe(me, t, n, self, d.critical_busy) && d.go && !d.gated_by_critical) {
-        uint64_t pub_max, pub = published_gap(t, n, self, &pub_max);
+        guard_observe(me, t, n, self, d.critical_busy, pub ? pub_max : 0) && d.go &&
+        !d.gated_by_critical) {
         hold = guard_hold(me, pub, pub_max, now);
         /* While the critical tenant's next request is expected (its own
          * rhythm), keep nothing queued behind our running kernel, as next
          * to a recent request: a queued kernel would start when the running
-         * one ends, and end later than the guard reckoned. */
+         * one ends, and end later than the guard reckoned. So too as the
+         * next burst comes due (within two of our kernels and the margin). */
         if (pub && now < me->crit_idle_seen + pub_max + GS_CC_GUARD_HOLD_NS)
+            me->critical_recent = 1;
+        else if (pub && gs_cc_guard_pauses(me, &p_short, &p_long) &&
+                 now + 2 * me->kernel_ns + me->guard_ns > me->crit_idle_seen + p_short &&
+                 now < me->crit_idle_seen + p_long + GS_CC_GUARD_HOLD_NS)
             me->critical_recent = 1;
     }
     if (d.gated_by_critical || !d.window_len_ns) {

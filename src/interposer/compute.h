@@ -87,6 +87,24 @@
  * switch. (Every gap, not the median: requests at random with a short mean
  * would otherwise hold B for nothing.) */
 
+/* Bursts: a critical tenant that publishes its rhythm (gs_cc_rhythm) may
+ * send its requests in bursts, with pauses of their own rhythm between them
+ * (a decoder's tokens, each a request the host waits for, then the think
+ * time between prompts). A gap more than GS_CC_PAUSE_FACTOR times its
+ * published longest, and longer than the hold after that (one in which the
+ * guard let the best-effort tenant go), is such a pause; the best-effort
+ * tenant learns the last
+ * GS_CC_GUARD_PAUSES it saw whole, and where they have a rhythm (the
+ * longest at most twice the shortest, as the published rhythm) the guard
+ * holds before the next burst is due as it does before the next request:
+ * the burst's first request no longer finds a best-effort kernel running.
+ * Pauses at random have none, and the guard then lets go once the critical
+ * tenant has paused, as before. Nothing is published for this: the
+ * best-effort tenant sees each pause whole, from the critical tenant's
+ * "finished" stamp, which it reads while it waits, to the burst's first
+ * launch stamp. */
+#define GS_CC_GUARD_PAUSES 4
+
 struct gs_cc_tenant {
     uint64_t key;       /* stable order key (hash of the slice id); ties broken by index */
     unsigned share;     /* percent, 0 = not compute-controlled */
@@ -140,6 +158,11 @@ struct gs_cc_self {
     uint64_t crit_idle_seen; /* the critical tenants' "finished" stamp while we saw them idle */
     uint64_t gaps[GS_CC_GUARD_GAPS]; /* their last gaps between requests */
     unsigned ngaps;
+    /* ... and the pauses between their bursts (below: gs_cc_guard_pauses), with
+     * the published shortest gap they were learnt against */
+    uint64_t pauses[GS_CC_GUARD_PAUSES];
+    unsigned npauses;
+    uint64_t pauses_of;
     int guard_held; /* the last decision held a launch for the guard */
     /* The power guard's duty (tenant.duty) as a bucket of GPU time: */
     uint64_t duty_tokens; /* what it holds, ns */
@@ -250,6 +273,11 @@ uint64_t gs_cc_work_finished(uint64_t drain_start, uint64_t drain_end,
  * median (the upper one of an even count; 0: none). */
 int gs_cc_guard_gaps(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *median);
 
+/* The pauses between the critical tenants' bursts the guard learnt (above):
+ * 1 if the last GS_CC_GUARD_PAUSES have a rhythm, with *shortest and
+ * *longest of them. */
+int gs_cc_guard_pauses(const struct gs_cc_self *me, uint64_t *shortest, uint64_t *longest);
+
 /* 1 if the guard holds through whole gaps (above): on, at least half the
  * gaps learnt, and every learnt gap at most guard_ns. Where
  * not NULL, *longest gets the longest learnt gap (0: none). */
@@ -282,12 +310,25 @@ struct gs_cc_prime {
 /* What a critical tenant publishes of its own rhythm (the ledger's
  * crit_rhythm): the shortest and the longest of its learnt gaps when the
  * whole ring is learnt, has a rhythm, and no gap is more than twice the
- * shortest, else 0; packed in one word, microseconds, the shortest in the
- * low half (gs_cc_rhythm_unpack). Best-effort tenants'
- * guards use it before their own learning: they look at the critical tenant's stamps only now and
- * then (less often while their own kernel runs), and with kernels longer than its requests they may
- * never see a whole gap. */
+ * shortest, or when every gap is at most GS_CC_RHYTHM_SHORT_NS, else 0;
+ * packed in one word, microseconds, the shortest in the low half
+ * (gs_cc_rhythm_unpack). Best-effort tenants' guards use it before their own
+ * learning: they look at the critical tenant's stamps only now and then
+ * (less often while their own kernel runs), and with kernels longer than its
+ * requests they may never see a whole gap. */
 uint64_t gs_cc_rhythm(const struct gs_cc_prime *p);
+/* Gaps no longer than this (a decoder's tokens, each a request the host
+ * waits for: 6-40 us between them on the H200's host) hold nothing of a
+ * best-effort tenant's, whatever their jitter: a critical tenant publishes
+ * them without the rhythm rule, and the guard holds through them until the
+ * critical tenant pauses. Learning the gaps itself, the guard found no
+ * rhythm in them (a shortest gap of 6 us against a median of 21), let a
+ * training job's 0.6 ms kernels start between tokens, and never learnt the
+ * pauses between bursts (above). Not longer: think times at random with a
+ * short mean (0.2 ms) come that short eight in a row often enough that
+ * holding for them would cost the best-effort tenant a fifth of its time
+ * without helping the requests (test_guard_holds_through_short_gaps). */
+#define GS_CC_RHYTHM_SHORT_NS (50ull * 1000)
 void gs_cc_rhythm_unpack(uint64_t word, uint64_t *shortest_ns, uint64_t *longest_ns);
 /* A gap shorter than the lead plus this has no room for another tenant's work. */
 #define GS_CC_PRIME_MIN_IDLE_NS (100ull * 1000)
