@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import sys
 import tempfile
 
@@ -327,7 +328,13 @@ def case_doctor(api, kc):
     ok(p.returncode == direct.returncode and p.stdout == direct.stdout and len(p.stdout) > 1000,
        "doctor over pods/exec: the node's report and exit status, as the doctor gives them there (%d bytes, "
        "exit %d)" % (len(direct.stdout), direct.returncode), p.stdout[-600:] + p.stderr)
+    # The server's thread notes the plugin's close frame after reading it, which may be
+    # after the plugin has exited: wait for the note (a few seconds at most).
+    deadline = time.time() + 5
     reqs = api.requests()
+    while not any(r.startswith("CLOSE ") for r in reqs) and time.time() < deadline:
+        time.sleep(0.02)
+        reqs = api.requests()
     ok("EXEC gpuslice doctor --root /host --node gpu-1 --skip-cluster" in reqs,
        "the command run in the agent's container: the doctor over the host at /host, for its node", reqs)
     ok("PONG masked same" in reqs and "CLOSE masked 1000" in reqs,
