@@ -532,6 +532,8 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     uint64_t pub_max = 0, pub = 0, p_short, p_long;
     if (me->guard_ns && !t[self].critical && !t[self].bound)
         pub = published_gap(t, n, self, &pub_max);
+    me->pub_seen = pub;
+    me->pub_seen_max = pub_max;
     if (me->guard_ns && !t[self].critical && !t[self].bound &&
         guard_observe(me, t, n, self, d.critical_busy, pub ? pub_max : 0) && d.go &&
         !d.gated_by_critical) {

@@ -163,7 +163,10 @@ struct gs_cc_self {
     uint64_t pauses[GS_CC_GUARD_PAUSES];
     unsigned npauses;
     uint64_t pauses_of;
-    int guard_held; /* the last decision held a launch for the guard */
+    uint64_t pub_seen;     /* the critical tenants' published shortest gap at the last
+                              decision (0: none; then the guard learns from its own gaps) */
+    uint64_t pub_seen_max; /* ... and their longest */
+    int guard_held;        /* the last decision held a launch for the guard */
     /* The power guard's duty (tenant.duty) as a bucket of GPU time: */
     uint64_t duty_tokens; /* what it holds, ns */
     uint64_t duty_at;     /* when last filled (0: not in use) */

@@ -262,14 +262,23 @@ static void guard_said(uint64_t now, uint64_t until)
     held_ns += until > now ? until - now : 0;
     if (now < next_say)
         return;
-    uint64_t gap, median, longest;
+    uint64_t gap, median, longest, p_short = 0, p_long = 0;
     gs_cc_guard_gaps(&cc.self, &gap, &median);
     int whole = gs_cc_guard_short(&cc.self, &longest);
-    GS_LOGI("guard: %llu holds, %.1f ms held%s; the critical tenant's gaps %.3f / %.3f / %.3f ms "
-            "(shortest, median, longest%s), our kernels %.3f ms",
+    int bursts = gs_cc_guard_pauses(&cc.self, &p_short, &p_long);
+    char pub[128] = "";
+    if (cc.self.pub_seen)
+        snprintf(pub, sizeof pub, "; published by it: %.3f-%.3f ms%s",
+                 (double)cc.self.pub_seen / 1e6, (double)cc.self.pub_seen_max / 1e6,
+                 bursts ? ", pauses between its bursts" : "");
+    if (cc.self.pub_seen && bursts)
+        snprintf(pub + strlen(pub), sizeof pub - strlen(pub), " %.3f-%.3f ms",
+                 (double)p_short / 1e6, (double)p_long / 1e6);
+    GS_LOGI("guard: %llu holds, %.1f ms held%s; the critical tenant's gaps seen here %.3f / %.3f / "
+            "%.3f ms (shortest, median, longest%s)%s; our kernels %.3f ms",
             (unsigned long long)holds, (double)held_ns / 1e6, next_say ? " in the last 10 s" : "",
-            (double)gap / 1e6, (double)median / 1e6, (double)longest / 1e6,
-            whole ? ": all shorter than the margin, held whole" : "",
+            (double)(gap == UINT64_MAX ? 0 : gap) / 1e6, (double)median / 1e6,
+            (double)longest / 1e6, whole ? ": all shorter than the margin, held whole" : "", pub,
             (double)cc.self.kernel_ns / 1e6);
     holds = held_ns = 0;
     next_say = now + GUARD_SAY_NS;
@@ -277,12 +286,13 @@ static void guard_said(uint64_t now, uint64_t until)
 
 /* ... and when it stands down for want of a rhythm in the critical tenant's
  * requests (at random, or one came early): looked at once a second, said at
- * most once per GUARD_SAY_NS. */
+ * most once per GUARD_SAY_NS. Not where the critical tenant publishes its
+ * rhythm: the guard then holds by that, whatever its own gaps say. */
 static void guard_no_rhythm_said(uint64_t now)
 {
     static uint64_t next_look;
     uint64_t shortest, median;
-    if (now < next_look || cc.self.ngaps < GS_CC_GUARD_GAPS / 2)
+    if (now < next_look || cc.self.ngaps < GS_CC_GUARD_GAPS / 2 || cc.self.pub_seen)
         return;
     next_look = now + 1000000000ull;
     if (gs_cc_guard_gaps(&cc.self, &shortest, &median) || gs_cc_guard_short(&cc.self, NULL))
