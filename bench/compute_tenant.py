@@ -167,25 +167,20 @@ elif args.mode == "hog":
     out["stamps"] = stamps  # completion time of each batch of 4
     out["size"] = args.size
 else:
-    import torchvision
-
-    model = torchvision.models.resnet50(weights=None).half().cuda().eval()
-    x = torch.randn(args.batch, 3, 224, 224, device="cuda", dtype=torch.half)
     with torch.no_grad():
-        for _ in range(20):
-            model(x)
+        request, _ = critical_model(torch, "resnet50", args.batch, False)
         torch.cuda.synchronize()
         while time.time() < args.start:
             time.sleep(0.001)
         for _ in range(args.warm_requests):
-            model(x)
+            request()
             torch.cuda.synchronize()
             think(args.think_ms)
         lat, busy = [], 0.0
         t_begin = time.time()
         for _ in range(args.requests):
             t0 = time.perf_counter()
-            y = model(x)
+            request()
             torch.cuda.synchronize()
             dt = time.perf_counter() - t0
             lat.append(dt)

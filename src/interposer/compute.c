@@ -104,6 +104,19 @@ int gs_cc_guard_pauses(const struct gs_cc_self *me, uint64_t *shortest, uint64_t
     return hi <= 2 * lo;
 }
 
+/* Where the pauses between the critical tenants' bursts have a rhythm: when
+ * the next burst may come (one shortest pause after their "finished" stamp)
+ * and when the guard lets go of it (GS_CC_GUARD_HOLD_NS past the longest). */
+static int burst_due(const struct gs_cc_self *me, uint64_t *due, uint64_t *release)
+{
+    uint64_t p_short, p_long;
+    if (!gs_cc_guard_pauses(me, &p_short, &p_long))
+        return 0;
+    *due = me->crit_idle_seen + p_short;
+    *release = me->crit_idle_seen + p_long + GS_CC_GUARD_HOLD_NS;
+    return 1;
+}
+
 int gs_cc_gaps_rhythm(const uint64_t *gaps, unsigned ngaps, uint64_t *shortest, uint64_t *median)
 {
     unsigned k = ngaps < GS_CC_GUARD_GAPS ? ngaps : GS_CC_GUARD_GAPS;
@@ -253,12 +266,8 @@ static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t pub, uint64_t p
             /* It pauses. Between bursts with a rhythm of their own, the next
              * burst's first request is due one shortest pause after the
              * "finished" stamp, and held for the same way (compute.h). */
-            uint64_t p_short, p_long;
-            if (!gs_cc_guard_pauses(me, &p_short, &p_long))
-                return 0;
-            due = me->crit_idle_seen + p_short;
-            release = me->crit_idle_seen + p_long + GS_CC_GUARD_HOLD_NS;
-            if (now + me->kernel_ns + me->guard_ns <= due || now >= release)
+            if (!burst_due(me, &due, &release) || now + me->kernel_ns + me->guard_ns <= due ||
+                now >= release)
                 return 0;
         }
         uint64_t again = now + GS_CC_CRIT_POLL_NS;
@@ -529,14 +538,13 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     me->guard_held = 0;
     me->power_held = 0;
     uint64_t hold = 0; /* the guard holds gated tenants only (not critical, not bound) */
-    uint64_t pub_max = 0, pub = 0, p_short, p_long;
+    uint64_t pub_max = 0, pub = 0, burst, burst_release;
     if (me->guard_ns && !t[self].critical && !t[self].bound)
-        pub = published_gap(t, n, self, &pub_max);
+        pub = published_gap(t, n, self, &pub_max); /* pub_max 0 where pub is */
     me->pub_seen = pub;
     me->pub_seen_max = pub_max;
     if (me->guard_ns && !t[self].critical && !t[self].bound &&
-        guard_observe(me, t, n, self, d.critical_busy, pub ? pub_max : 0) && d.go &&
-        !d.gated_by_critical) {
+        guard_observe(me, t, n, self, d.critical_busy, pub_max) && d.go && !d.gated_by_critical) {
         hold = guard_hold(me, pub, pub_max, now);
         /* While the critical tenant's next request is expected (its own
          * rhythm), keep nothing queued behind our running kernel, as next
@@ -545,9 +553,8 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
          * next burst comes due (within two of our kernels and the margin). */
         if (pub && now < me->crit_idle_seen + pub_max + GS_CC_GUARD_HOLD_NS)
             me->critical_recent = 1;
-        else if (pub && gs_cc_guard_pauses(me, &p_short, &p_long) &&
-                 now + 2 * me->kernel_ns + me->guard_ns > me->crit_idle_seen + p_short &&
-                 now < me->crit_idle_seen + p_long + GS_CC_GUARD_HOLD_NS)
+        else if (pub && burst_due(me, &burst, &burst_release) &&
+                 now + 2 * me->kernel_ns + me->guard_ns > burst && now < burst_release)
             me->critical_recent = 1;
     }
     if (d.gated_by_critical || !d.window_len_ns) {

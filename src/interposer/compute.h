@@ -93,11 +93,11 @@
  * time between prompts). A gap more than GS_CC_PAUSE_FACTOR times its
  * published longest, and longer than the hold after that (one in which the
  * guard let the best-effort tenant go), is such a pause; the best-effort
- * tenant learns the last
- * GS_CC_GUARD_PAUSES it saw whole, and where they have a rhythm (the
- * longest at most twice the shortest, as the published rhythm) the guard
- * holds before the next burst is due as it does before the next request:
- * the burst's first request no longer finds a best-effort kernel running.
+ * tenant learns the last GS_CC_GUARD_PAUSES it saw whole, and where they
+ * have a rhythm (the longest at most twice the shortest, as the published
+ * rhythm) the guard holds before the next burst is due as it does before the
+ * next request: the burst's first request no longer finds a best-effort
+ * kernel running.
  * Pauses at random have none, and the guard then lets go once the critical
  * tenant has paused, as before. Nothing is published for this: the
  * best-effort tenant sees each pause whole, from the critical tenant's
@@ -158,11 +158,11 @@ struct gs_cc_self {
     uint64_t crit_idle_seen; /* the critical tenants' "finished" stamp while we saw them idle */
     uint64_t gaps[GS_CC_GUARD_GAPS]; /* their last gaps between requests */
     unsigned ngaps;
-    /* ... and the pauses between their bursts (below: gs_cc_guard_pauses), with
-     * the published shortest gap they were learnt against */
+    /* ... and the pauses between their bursts (below: gs_cc_guard_pauses) */
     uint64_t pauses[GS_CC_GUARD_PAUSES];
     unsigned npauses;
-    uint64_t pauses_of;
+    uint64_t pauses_of;    /* the hold they were learnt past (the published longest gap
+                              and GS_CC_GUARD_HOLD_NS) */
     uint64_t pub_seen;     /* the critical tenants' published shortest gap at the last
                               decision (0: none; then the guard learns from its own gaps) */
     uint64_t pub_seen_max; /* ... and their longest */

@@ -267,13 +267,15 @@ static void guard_said(uint64_t now, uint64_t until)
     int whole = gs_cc_guard_short(&cc.self, &longest);
     int bursts = gs_cc_guard_pauses(&cc.self, &p_short, &p_long);
     char pub[128] = "";
-    if (cc.self.pub_seen)
-        snprintf(pub, sizeof pub, "; published by it: %.3f-%.3f ms%s",
-                 (double)cc.self.pub_seen / 1e6, (double)cc.self.pub_seen_max / 1e6,
-                 bursts ? ", pauses between its bursts" : "");
     if (cc.self.pub_seen && bursts)
-        snprintf(pub + strlen(pub), sizeof pub - strlen(pub), " %.3f-%.3f ms",
+        snprintf(pub, sizeof pub,
+                 "; published by it: %.3f-%.3f ms, pauses between its bursts "
+                 "%.3f-%.3f ms",
+                 (double)cc.self.pub_seen / 1e6, (double)cc.self.pub_seen_max / 1e6,
                  (double)p_short / 1e6, (double)p_long / 1e6);
+    else if (cc.self.pub_seen)
+        snprintf(pub, sizeof pub, "; published by it: %.3f-%.3f ms", (double)cc.self.pub_seen / 1e6,
+                 (double)cc.self.pub_seen_max / 1e6);
     GS_LOGI("guard: %llu holds, %.1f ms held%s; the critical tenant's gaps seen here %.3f / %.3f / "
             "%.3f ms (shortest, median, longest%s)%s; our kernels %.3f ms",
             (unsigned long long)holds, (double)held_ns / 1e6, next_say ? " in the last 10 s" : "",

@@ -88,6 +88,15 @@ static uint64_t exp_gap(uint64_t *seed, uint64_t mean)
     return mean * q[*seed % 32] / 1000;
 }
 
+/* req_burst: a next request that falls in the pause after a burst comes at
+ * the next burst's start instead. */
+static void skip_pause(struct sim_tenant *x)
+{
+    uint64_t cycle = x->req_burst + x->req_pause;
+    if (x->req_burst && x->next_req % cycle >= x->req_burst)
+        x->next_req += cycle - x->next_req % cycle;
+}
+
 static int wants(struct sim_tenant *x, uint64_t now)
 {
     if (x->pub.critical) {
@@ -95,9 +104,7 @@ static int wants(struct sim_tenant *x, uint64_t now)
             !x->thinking) { /* the last one ended: think */
             x->next_req =
                 now + (x->req_random ? exp_gap(&x->req_random, x->req_every) : x->req_think);
-            uint64_t cycle = x->req_burst + x->req_pause;
-            if (x->req_burst && x->next_req % cycle >= x->req_burst)
-                x->next_req += cycle - x->next_req % cycle; /* the pause */
+            skip_pause(x);
             x->thinking = 1;
         }
         if (x->req_left == 0 && x->queued == 0 && now >= x->next_req && x->req_every) {
@@ -106,9 +113,7 @@ static int wants(struct sim_tenant *x, uint64_t now)
             x->thinking = 0;
             if (!x->req_random && !x->req_think)
                 x->next_req += x->req_every;
-            uint64_t cycle = x->req_burst + x->req_pause;
-            if (x->req_burst && x->next_req % cycle >= x->req_burst)
-                x->next_req += cycle - x->next_req % cycle; /* the pause */
+            skip_pause(x);
         }
         return x->req_left > 0;
     }
