@@ -243,33 +243,45 @@ static uint64_t published_gap(const struct gs_cc_tenant *t, int n, int self, uin
     return g;
 }
 
+/* Where the critical tenants publish their rhythm (pub, pub_max: their
+ * shortest and longest gap, 0: none) and are idle since crit_idle_seen: when
+ * their next request is due at now, and in *release when the guard lets go
+ * of it; 0 where not known. The next request may come one shortest gap after
+ * their work was seen finished, and should have come by the longest; past
+ * that they pause, and between bursts with a rhythm of their own the next
+ * burst's first request is due one shortest pause after the "finished" stamp
+ * (compute.h). */
+static uint64_t next_due(const struct gs_cc_self *me, uint64_t pub, uint64_t pub_max, uint64_t now,
+                         uint64_t *release)
+{
+    uint64_t due;
+    if (!pub || !me->crit_idle_seen)
+        return 0;
+    *release = me->crit_idle_seen + pub_max + GS_CC_GUARD_HOLD_NS;
+    if (now < *release)
+        return me->crit_idle_seen + pub;
+    if (!burst_due(me, &due, release) || now >= *release)
+        return 0;
+    return due;
+}
+
 /* The guard's hold at now, with the critical tenants idle since crit_idle_seen
  * (0: none) and pub, pub_max their published shortest and longest gap (0:
  * none): the time to ask again. */
 static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t pub, uint64_t pub_max,
                            uint64_t now)
 {
-    uint64_t gap, due, longest;
+    uint64_t gap, due, longest, release;
     if (pub) {
-        /* The critical tenant's own rhythm: the next request may come one
-         * shortest gap after its work was seen finished, and should have come
-         * by the longest. A kernel of ours that cannot end guard_ns before the
-         * earliest waits for the request (or for GS_CC_GUARD_HOLD_NS past the
-         * latest: a paused loop), however long our kernels are: with kernels
-         * longer than its gaps we run only while it pauses. Protecting its
-         * requests comes first (docs/compute.md). */
-        due = me->crit_idle_seen + pub;
-        uint64_t release = me->crit_idle_seen + pub_max + GS_CC_GUARD_HOLD_NS;
-        if (now + me->kernel_ns + me->guard_ns <= due)
+        /* The critical tenant's own rhythm: a kernel of ours that cannot end
+         * guard_ns before its next request is due waits for the request (or
+         * for GS_CC_GUARD_HOLD_NS past the latest: a paused loop), however
+         * long our kernels are: with kernels longer than its gaps we run only
+         * while it pauses. Protecting its requests comes first
+         * (docs/compute.md). */
+        due = next_due(me, pub, pub_max, now, &release);
+        if (!due || now + me->kernel_ns + me->guard_ns <= due)
             return 0;
-        if (now >= release) {
-            /* It pauses. Between bursts with a rhythm of their own, the next
-             * burst's first request is due one shortest pause after the
-             * "finished" stamp, and held for the same way (compute.h). */
-            if (!burst_due(me, &due, &release) || now + me->kernel_ns + me->guard_ns <= due ||
-                now >= release)
-                return 0;
-        }
         uint64_t again = now + GS_CC_CRIT_POLL_NS;
         return again < release ? again : release;
     }
@@ -522,6 +534,21 @@ void gs_cc_duty_refund(struct gs_cc_self *me)
     me->duty_taken = 0;
 }
 
+/* With the critical tenants' next request due at due: 1 where nothing of
+ * ours may be queued behind our running kernel (the room to the horizon is
+ * too short, or the request is due already: it may come at any moment), else
+ * 0, with me->cover_ns the work one event of ours may cover (compute.h). */
+static int queue_to(struct gs_cc_self *me, uint64_t due, uint64_t now)
+{
+    uint64_t horizon = due > me->guard_ns ? due - me->guard_ns : 0;
+    uint64_t least = me->kernel_ns > GS_CC_QUEUE_MIN_NS ? me->kernel_ns : GS_CC_QUEUE_MIN_NS;
+    if (horizon < now + me->kernel_ns + least)
+        return 1;
+    uint64_t cover = (horizon - now - me->kernel_ns) / GS_CC_QUEUE_COVERS;
+    me->cover_ns = cover < GS_CC_COVER_MAX_NS ? cover : GS_CC_COVER_MAX_NS;
+    return 0;
+}
+
 enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,
                                       int self, uint64_t now, uint64_t period, uint64_t *wait_until)
 {
@@ -538,7 +565,9 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     me->guard_held = 0;
     me->power_held = 0;
     uint64_t hold = 0; /* the guard holds gated tenants only (not critical, not bound) */
-    uint64_t pub_max = 0, pub = 0, burst, burst_release;
+    uint64_t pub_max = 0, pub = 0;
+    me->horizon_ns = 0;
+    me->cover_ns = 0;
     if (me->guard_ns && !t[self].critical && !t[self].bound)
         pub = published_gap(t, n, self, &pub_max); /* pub_max 0 where pub is */
     me->pub_seen = pub;
@@ -546,16 +575,12 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     if (me->guard_ns && !t[self].critical && !t[self].bound &&
         guard_observe(me, t, n, self, d.critical_busy, pub_max) && d.go && !d.gated_by_critical) {
         hold = guard_hold(me, pub, pub_max, now);
-        /* While the critical tenant's next request is expected (its own
-         * rhythm), keep nothing queued behind our running kernel, as next
-         * to a recent request: a queued kernel would start when the running
-         * one ends, and end later than the guard reckoned. So too as the
-         * next burst comes due (within two of our kernels and the margin). */
-        if (pub && now < me->crit_idle_seen + pub_max + GS_CC_GUARD_HOLD_NS)
-            me->critical_recent = 1;
-        else if (pub && burst_due(me, &burst, &burst_release) &&
-                 now + 2 * me->kernel_ns + me->guard_ns > burst && now < burst_release)
-            me->critical_recent = 1;
+        uint64_t release;
+        me->horizon_ns = next_due(me, pub, pub_max, now, &release);
+        /* Where the next request is due at a known time, our queue reaches
+         * towards it, the linger aside (compute.h). */
+        if (me->horizon_ns)
+            me->critical_recent = queue_to(me, me->horizon_ns, now);
     }
     if (d.gated_by_critical || !d.window_len_ns) {
         /* Not share-controlled (or a critical tenant is busy): decide said it all. */

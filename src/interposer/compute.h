@@ -105,6 +105,23 @@
  * launch stamp. */
 #define GS_CC_GUARD_PAUSES 4
 
+/* The queue to the guard's horizon. Where the guard knows when the critical
+ * tenant's next request is due (its published rhythm, or the pauses between
+ * its bursts), a best-effort tenant's queued work need only end guard_ns
+ * before then (the horizon); it need not run one kernel at a time through the
+ * whole gap, as a tenant that does not know does for GS_CC_CRIT_LINGER_NS
+ * (an eager training job then idles the GPU between its kernels while its
+ * host launches the next). The room is the time from the end of the kernel
+ * we would launch now to the horizon; each event of ours (ring.c) may then
+ * cover a GS_CC_QUEUE_COVERS-th of it, at most GS_CC_COVER_MAX_NS: a queue
+ * trimmed to one outstanding event holds at most two covers after a launch,
+ * half the room, so an estimate of our kernels' length half what it is still
+ * ends in time. A room shorter than GS_CC_QUEUE_MIN_NS, or than one more
+ * kernel, or a request already due, keeps nothing queued (as before). */
+#define GS_CC_QUEUE_COVERS 4
+#define GS_CC_QUEUE_MIN_NS (200ull * 1000)
+#define GS_CC_COVER_MAX_NS (1000ull * 1000)
+
 struct gs_cc_tenant {
     uint64_t key;       /* stable order key (hash of the slice id); ties broken by index */
     unsigned share;     /* percent, 0 = not compute-controlled */
@@ -167,6 +184,10 @@ struct gs_cc_self {
                               decision (0: none; then the guard learns from its own gaps) */
     uint64_t pub_seen_max; /* ... and their longest */
     int guard_held;        /* the last decision held a launch for the guard */
+    uint64_t horizon_ns;   /* at the last decision: when the critical tenant's next request
+                              is due, where the guard knows (0: not known) */
+    uint64_t cover_ns;     /* ... and, where our queue may reach towards it, the GPU work one
+                              event of ours may cover (0: the interposer's default) */
     /* The power guard's duty (tenant.duty) as a bucket of GPU time: */
     uint64_t duty_tokens; /* what it holds, ns */
     uint64_t duty_at;     /* when last filled (0: not in use) */

@@ -540,6 +540,7 @@ static void cc_slow(CUstream s)
         decision = ++cc.decisions;
         int depth = cc.self.critical_recent ? CRIT_QUEUED_RECENT : CRIT_QUEUED;
         atomic_store_explicit(&cc.depth, depth, memory_order_relaxed);
+        gs_ring_cover(cc.self.cover_ns);
         if (gs_g.limits.yield == GS_YIELD_SHRINK)
             atomic_store_explicit(&cc.shrink_now, cc.self.critical_recent, memory_order_relaxed);
         pthread_mutex_unlock(&cc.lock);

@@ -66,6 +66,9 @@ int gs_ring_window_closed(void);
 /* A wait for a full stream gave up since the last drain or close: our queues
  * are unbounded, and what is queued is not known. */
 int gs_ring_unbounded(void);
+/* Next to an idle critical tenant: the GPU work one event may cover, from the
+ * controller's decision (gs_cc_self.cover_ns; 0: the default, 50 us). */
+void gs_ring_cover(uint64_t cover_ns);
 /* Launches gs_ring_record has seen, in all. */
 uint64_t gs_ring_launches(void);
 /* Paces the events from our last window: its GPU time and its launches. */

@@ -5,7 +5,8 @@
  * longer, where one event may stay outstanding, one per launches of a thread
  * on a stream that cover about CRIT_COVER_NS of our GPU work (at least one
  * launch; a launch measured now and then between a pair of timing events:
- * gs_ring_measure_begin), so that a request finds about 2 x CRIT_COVER_NS of
+ * gs_ring_measure_begin; the controller may widen the cover up to the guard's
+ * horizon: gs_ring_cover), so that a request finds about 2 x CRIT_COVER_NS of
  * our work queued, or one kernel and the one running where ours are longer:
  * tiny kernels then record an event, and query one, once in many launches
  * instead of after each (an event's query costs more than an empty kernel's
@@ -68,12 +69,15 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
  * sleep poll overshoots by some 40 us on the H200: a loop of 5 us kernels ran
  * at 8.6 us a launch with sleep polls, 6.4 us spinning, as native). One
  * launch is measured at most every MEASURE_GAP_NS. A wait for the older
- * event longer than SLOWER_NS says our kernels got longer than measured: an
- * event after every launch until measured again. */
+ * event longer than SLOWER_COVERS covers says our kernels got longer than
+ * measured: an event after every launch until measured again. Where the
+ * critical tenant's next request is due at a known time, the controller sets
+ * a cover of its own instead, for as long as it knows (gs_ring_cover: a
+ * quarter of the room to the guard's horizon, compute.h). */
 #define CRIT_COVER_NS (50ull * 1000)
 #define PACED_SPIN_NS (2 * CRIT_COVER_NS)
 #define MEASURE_GAP_NS (10ull * 1000 * 1000)
-#define SLOWER_NS (4 * CRIT_COVER_NS)
+#define SLOWER_COVERS 4
 /* A long wait's GPU time per launch is a floor under the estimate that halves
  * every FLOOR_HALF_NS: kernels of mixed lengths (hundreds of tiny ones, then a
  * few long) would otherwise be paced by the tiny ones a single launch's
@@ -125,6 +129,8 @@ static struct {
      * the stream of the last launch (its key's hash), and the launch count when
      * another stream's came between (crit_multi_at). */
     _Atomic unsigned crit_every;
+    _Atomic uint64_t cover;   /* the GPU work an event covers: CRIT_COVER_NS or gs_ring_cover's */
+    _Atomic uint64_t per_eff; /* the estimate per launch the pace was last set for (0: none) */
     _Atomic uintptr_t crit_last;
     _Atomic uint64_t crit_multi_at;
     /* The measure of one launch's GPU time: a pair of timing events made in
@@ -144,7 +150,10 @@ static struct {
         uint64_t floor_ns, floor_at; /* a long wait's time per launch, and when */
     } m;
     _Atomic uint64_t m_next;
-} ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START, .crit_every = 1};
+} ring = {.lock = PTHREAD_MUTEX_INITIALIZER,
+          .every = EVERY_START,
+          .crit_every = 1,
+          .cover = CRIT_COVER_NS};
 
 /* Under ring.lock. The oldest outstanding event (of stream k; NULL: of any),
  * -1 if none; and how many k has outstanding. */
@@ -266,7 +275,7 @@ static unsigned crit_every(uint64_t per_ns)
 {
     if (!per_ns)
         return 1;
-    uint64_t every = CRIT_COVER_NS / per_ns;
+    uint64_t every = atomic_load_explicit(&ring.cover, memory_order_relaxed) / per_ns;
     return every < 1 ? 1 : every > CRIT_EVERY_MAX ? CRIT_EVERY_MAX : (unsigned)every;
 }
 
@@ -295,6 +304,7 @@ static void crit_pace(uint64_t per_ns, uint64_t now)
     ring.m.per_ns = per_ns;
     uint64_t fl = floor_at(now);
     per_ns = per_ns > fl ? per_ns : fl;
+    atomic_store_explicit(&ring.per_eff, per_ns, memory_order_relaxed);
     unsigned every = crit_every(per_ns);
     unsigned was = atomic_exchange_explicit(&ring.crit_every, every, memory_order_relaxed);
     if (!ring.m.said || every >= 2 * was || was >= 2 * every)
@@ -302,6 +312,16 @@ static void crit_pace(uint64_t per_ns, uint64_t now)
                 "time per launch)",
                 every, (double)per_ns / 1e3);
     ring.m.said = 1;
+}
+
+void gs_ring_cover(uint64_t cover_ns)
+{
+    uint64_t c = cover_ns ? cover_ns : CRIT_COVER_NS;
+    if (atomic_exchange_explicit(&ring.cover, c, memory_order_relaxed) == c)
+        return;
+    uint64_t per = atomic_load_explicit(&ring.per_eff, memory_order_relaxed);
+    if (per) /* the pace for the new cover at once (not logged: it moves with every decision) */
+        atomic_store_explicit(&ring.crit_every, crit_every(per), memory_order_relaxed);
 }
 
 /* The thread that measures a launch: the measure's number and its stream,
@@ -552,6 +572,7 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
      * cannot lengthen. */
     uint64_t began = 0, busy = 0;
     int paced = crit && max == 1;
+    uint64_t slower = SLOWER_COVERS * atomic_load_explicit(&ring.cover, memory_order_relaxed);
     pthread_mutex_lock(&ring.lock);
     while (count(k) > max) {
         int h = oldest(k);
@@ -607,7 +628,7 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
      * under the estimate per launch (our kernels may be longer than measured,
      * or of mixed lengths); with more than one launch an event, one after
      * each at once. */
-    if (paced && busy - began > SLOWER_NS) {
+    if (paced && busy - began > slower) {
         uint64_t end = gs_clock_ns();
         unsigned every = atomic_load_explicit(&ring.crit_every, memory_order_relaxed);
         uint64_t per = (busy - began) / every;
@@ -674,6 +695,8 @@ void gs_ring_after_fork(void)
     atomic_store(&ring.every, EVERY_START);
     atomic_store(&ring.unbounded, 0);
     atomic_store(&ring.crit_every, 1);
+    atomic_store(&ring.cover, CRIT_COVER_NS);
+    atomic_store(&ring.per_eff, 0);
     atomic_store(&ring.crit_last, 0);
     atomic_store(&ring.crit_multi_at, 0);
     memset(&ring.m, 0, sizeof ring.m);

@@ -38,8 +38,16 @@ struct sim_tenant {
                                       interposer does; 0 plays an older one that did not */
     uint64_t pause_from, pause_to; /* wants nothing in between (on the CPU, idle) */
     uint64_t last_launch, last_sync;
-    int batch;        /* >0: launches this many, then waits for them (a sync) */
-    uint64_t dies_at; /* 0 = never */
+    int batch;                   /* >0: launches this many, then waits for them (a sync) */
+    int follows_depth;           /* best-effort: its queue is bounded as launch.c's and ring.c's
+                                    next to a critical tenant (depth_cap), max_inflight above that */
+    uint64_t host_ns, host_next; /* !0: its host takes this long from one launch to the
+                                    next (an eager model's framework) */
+    uint64_t submit_ns, pending_until; /* !0: a kernel launched with nothing of its own on
+                                          the GPU starts this long after (the launch's way
+                                          to the GPU, and the wait's poll that saw the GPU
+                                          free); meanwhile the GPU runs others, or idles */
+    uint64_t dies_at;                  /* 0 = never */
     /* critical tenants: one request = req_kernels kernels, then a sync */
     uint64_t req_every, next_req, req_start;
     uint64_t req_random; /* !0: think times drawn at random (exponential, mean req_every) after
@@ -57,6 +65,7 @@ struct sim_tenant {
     /* results */
     uint64_t gpu_ns[2]; /* GPU time received, before and after `split` */
     uint64_t launches_while_crit_busy;
+    int max_queued;          /* the most kernels it had on the GPU at once */
     uint64_t drains, closes; /* windows ended with a drain, and closed without one */
     /* steps spent asleep (waiting for a window) while its ledger still said
      * "in my window": every other tenant's hand-over then waits for nothing */
@@ -125,9 +134,12 @@ static int wants(struct sim_tenant *x, uint64_t now)
 static void launch(struct sim *s, int i)
 {
     struct sim_tenant *x = &s->t[i];
-    if (x->queued == 0)
+    if (x->queued == 0) {
         x->head_left = x->kernel_ns;
+        x->pending_until = s->now + x->submit_ns;
+    }
     x->queued++;
+    x->max_queued = x->queued > x->max_queued ? x->queued : x->max_queued;
     x->last_launch = s->now;
     if (x->pub.critical) {
         x->req_left--;
@@ -198,6 +210,22 @@ static int sim_sleep(void *ctx, uint64_t until)
 
 static void tenant_step_inner(struct sim *s, int i, const struct gs_cc_io *io);
 
+/* follows_depth: the kernels of ours launch.c and ring.c let be on the GPU
+ * at a launch next to a critical tenant, the running one counted: that one
+ * alone while the controller says the critical tenant is recent, else what
+ * one outstanding event covers and the launches since, each event covering
+ * the controller's cover_ns (0: ring.c's default, 50 us) of our kernels. */
+static int queue_cap(const struct sim_tenant *x)
+{
+    if (!x->follows_depth)
+        return x->max_inflight;
+    if (x->me.critical_recent)
+        return 1;
+    uint64_t cover = x->me.cover_ns ? x->me.cover_ns : 50 * US;
+    uint64_t every = cover / x->kernel_ns ? cover / x->kernel_ns : 1;
+    return 2 * (int)every < x->max_inflight ? 2 * (int)every : x->max_inflight;
+}
+
 static void tenant_step(struct sim *s, int i)
 {
     struct sim_io c = {s, i};
@@ -251,8 +279,10 @@ static void tenant_step_inner(struct sim *s, int i, const struct gs_cc_io *io)
     }
     if (x->batch && x->queued > 0)
         return; /* in its sync */
+    if (x->host_ns && s->now < x->host_next)
+        return; /* its host prepares the next launch */
     int burst = 0;
-    while (wants(x, s->now) && x->queued < x->max_inflight && (!x->batch || burst < x->batch)) {
+    while (wants(x, s->now) && x->queued < queue_cap(x) && (!x->batch || burst < x->batch)) {
         burst++;
         x->pub.demand_ns = s->now; /* launch.c's hot path: at most once a millisecond */
         if (s->now >= x->me.until) {
@@ -270,6 +300,10 @@ static void tenant_step_inner(struct sim *s, int i, const struct gs_cc_io *io)
             }
         }
         launch(s, i);
+        if (x->host_ns) {
+            x->host_next = s->now + x->host_ns;
+            return;
+        }
     }
 }
 
@@ -302,7 +336,7 @@ static void gpu_step(struct sim *s)
 {
     int busy = 0;
     for (int i = 0; i < s->n; i++)
-        busy += s->t[i].queued > 0 && s->t[i].pub.alive;
+        busy += s->t[i].queued > 0 && s->t[i].pub.alive && s->now >= s->t[i].pending_until;
     if (s->switch_ns && switch_step(s, busy))
         return;
     if (!busy)
@@ -310,7 +344,7 @@ static void gpu_step(struct sim *s)
     uint64_t share = DT / (uint64_t)busy;
     for (int i = 0; i < s->n; i++) {
         struct sim_tenant *x = &s->t[i];
-        if (x->queued == 0 || !x->pub.alive)
+        if (x->queued == 0 || !x->pub.alive || s->now < x->pending_until)
             continue;
         x->gpu_ns[s->now >= s->split] += share;
         uint64_t left = share;
@@ -824,6 +858,7 @@ struct guard_result {
     uint64_t primes;       /* the critical tenant's (pair_run with a prime lead) */
     uint64_t lat_max_late; /* the critical tenant's longest request in the run's second half */
     int be_pause_rhythm;   /* B's guard found a rhythm in the pauses between A's bursts */
+    int be_max_queued;     /* the most kernels B had on the GPU at once */
 };
 
 /* One simulated pair: a critical tenant A with a request every `every` (seed
@@ -836,6 +871,10 @@ struct pair_setup {
     uint64_t every, seed, margin_ns, be_kernel_ns, estimate_ns, switch_ns, prime_lead;
     uint64_t burst, pause; /* !0: A's requests come in bursts (sim_tenant req_burst) */
     int old_critical;      /* A publishes no rhythm (an older interposer) */
+    int follow;            /* B's queue as the interposer bounds it (follows_depth), not one
+                              kernel at a time */
+    uint64_t be_host_ns;   /* B's host time per launch (sim_tenant host_ns) ... */
+    uint64_t be_submit_ns; /* ... and the way of its launch to an idle GPU (submit_ns) */
     uint64_t think; /* !0: A thinks this long after each request instead (every, seed unused) */
 };
 
@@ -862,7 +901,10 @@ static void pair_run(const struct pair_setup *o, struct guard_result *r)
     c->publish_rhythm = !o->old_critical;
     struct sim_tenant *b = add(&s, "best-effort", 50, 0);
     b->kernel_ns = o->be_kernel_ns;
-    b->max_inflight = 1;
+    b->max_inflight = o->follow ? 64 : 1;
+    b->follows_depth = o->follow;
+    b->host_ns = o->be_host_ns;
+    b->submit_ns = o->be_submit_ns;
     b->me.guard_ns = o->margin_ns;
     b->me.kernel_ns = o->estimate_ns ? o->estimate_ns : o->be_kernel_ns; /* launch.c measures it */
     run(&s, 4 * SEC);
@@ -877,6 +919,7 @@ static void pair_run(const struct pair_setup *o, struct guard_result *r)
     for (int i = c->nlat / 2; i < c->nlat; i++)
         r->lat_max_late = c->lat[i] > r->lat_max_late ? c->lat[i] : r->lat_max_late;
     r->be_pause_rhythm = gs_cc_guard_pauses(&b->me, NULL, NULL);
+    r->be_max_queued = b->max_queued;
     print_message("%s, guard %.2f ms, BE kernels %.2f ms (estimate %.2f ms), switch %.2f ms, "
                   "prime %.2f ms ahead: critical p99 alone %.3f ms, with BE %.3f ms (%llu "
                   "primes); BE %.1f%%\n",
@@ -1030,6 +1073,126 @@ static void test_guard_holds_through_jittery_tokens(void **st)
     assert_true(on.be_gpu_ns > 4 * SEC * 10 / 100);
     assert_false(old.be_pause_rhythm);
     assert_true(old.lat_max_late >= old.p99_alone + 300 * US);
+}
+
+/* The queue to the guard's horizon, decision by decision: a critical tenant
+ * that publishes gaps of 2-2.2 ms, idle since T; B's guard margin 600 us, its
+ * kernels 100 us. The horizon is the request due at T + 2 ms; the cover a
+ * quarter of the room from the end of B's next kernel to 600 us before it,
+ * the linger overridden; nothing queued once the room is short, or the
+ * request is due; the linger's rule again once the guard lets go. */
+static void horizon_case(uint64_t pub, uint64_t kernel_ns, uint64_t now_after, uint64_t *horizon,
+                         uint64_t *cover, int *recent, enum gs_cc_action *a)
+{
+    const uint64_t T = 10 * MS;
+    struct gs_cc_tenant t[2];
+    memset(t, 0, sizeof t);
+    t[0].key = 1;
+    t[0].critical = 1;
+    t[0].alive = 1;
+    t[0].crit_launch_ns = T - 2 * MS;
+    t[0].crit_idle_ns = T;
+    t[0].crit_gap_ns = pub;
+    t[0].crit_gap_max_ns = pub ? pub + 200 * US : 0;
+    t[1].key = 2;
+    t[1].alive = 1;
+    struct gs_cc_self me;
+    memset(&me, 0, sizeof me);
+    me.guard_ns = 600 * US;
+    me.kernel_ns = kernel_ns;
+    uint64_t wait = 0;
+    *a = gs_cc_before_launch(&me, t, 2, 1, T + now_after, GS_CC_PERIOD_NS, &wait);
+    *horizon = me.horizon_ns;
+    *cover = me.cover_ns;
+    *recent = me.critical_recent;
+}
+
+static void test_queue_to_the_horizon(void **st)
+{
+    (void)st;
+    const uint64_t T = 10 * MS;
+    uint64_t h, c;
+    int r;
+    enum gs_cc_action a;
+    horizon_case(2 * MS, 100 * US, 10 * US, &h, &c, &r, &a);
+    assert_int_equal(a, GS_CC_LAUNCH);
+    assert_int_equal(h, T + 2 * MS);
+    assert_int_equal(c, (2000 - 600 - 10 - 100) * US / 4); /* within the linger: queued */
+    assert_int_equal(r, 0);
+    horizon_case(2 * MS, 100 * US, 1100 * US, &h, &c, &r, &a); /* 200 us of room: the least */
+    assert_int_equal(a, GS_CC_LAUNCH);
+    assert_int_equal(c, 50 * US);
+    assert_int_equal(r, 0);
+    horizon_case(2 * MS, 100 * US, 1110 * US, &h, &c, &r, &a); /* less: nothing queued */
+    assert_int_equal(a, GS_CC_LAUNCH);
+    assert_int_equal(h, T + 2 * MS);
+    assert_int_equal(c, 0);
+    assert_int_equal(r, 1);
+    horizon_case(2 * MS, 100 * US, 2100 * US, &h, &c, &r, &a); /* the request is late */
+    assert_int_equal(a, GS_CC_WAIT);                           /* the guard holds ... */
+    assert_int_equal(h, T + 2 * MS);
+    assert_int_equal(r, 1); /* ... and nothing stays queued when it lets go */
+    horizon_case(2 * MS, 100 * US, 3300 * US, &h, &c, &r, &a); /* released: the linger's rule */
+    assert_int_equal(h, 0);
+    assert_int_equal(c, 0);
+    assert_int_equal(r, 1);
+    horizon_case(2 * MS, 100 * US, GS_CC_CRIT_LINGER_NS + 10 * US, &h, &c, &r, &a);
+    assert_int_equal(r, 0);
+    assert_int_equal(c, 0);
+    /* A long gap: the cover at most GS_CC_COVER_MAX_NS. */
+    horizon_case(20 * MS, 100 * US, 10 * US, &h, &c, &r, &a);
+    assert_int_equal(h, T + 20 * MS);
+    assert_int_equal(c, GS_CC_COVER_MAX_NS);
+    /* Kernels longer than the least room: one more of them must fit. */
+    horizon_case(2 * MS, 500 * US, 10 * US, &h, &c, &r, &a);
+    assert_int_equal(c, (2000 - 600 - 10 - 500) * US / 4);
+    assert_int_equal(r, 0);
+    horizon_case(2 * MS, 500 * US, 400 * US, &h, &c, &r, &a); /* 500 us of room: one kernel */
+    assert_int_equal(c, 125 * US);
+    horizon_case(2 * MS, 500 * US, 410 * US, &h, &c, &r, &a);
+    assert_int_equal(r, 1);
+    /* Nothing published: no horizon, the linger keeps nothing queued. */
+    horizon_case(0, 100 * US, 10 * US, &h, &c, &r, &a);
+    assert_int_equal(h, 0);
+    assert_int_equal(c, 0);
+    assert_int_equal(r, 1);
+}
+
+/* The same in the simulation: the critical tenant's 2 ms requests with 2 ms
+ * of think between, B an eager job of 40 us kernels whose host takes 20 us
+ * from one launch to the next, each reaching an idle GPU 20 us after its
+ * launch. One kernel at a time through the gap (as before the horizon), the
+ * GPU idles while each next one of B's makes its way to it;
+ * with its queue bounded as the interposer bounds it, B keeps the GPU busy
+ * to its horizon, and every request still finds nothing of B's on the GPU. */
+static void test_horizon_queue_keeps_requests_clear(void **st)
+{
+    (void)st;
+    struct guard_result one, queued;
+    struct pair_setup o = {.think = 2 * MS,
+                           .every = 2 * MS, /* unused with a think time, but on */
+                           .be_kernel_ns = 40 * US,
+                           .be_host_ns = 20 * US,
+                           .be_submit_ns = 20 * US,
+                           .margin_ns = 600 * US};
+    pair_run(&o, &one);
+    o.follow = 1;
+    pair_run(&o, &queued);
+    print_message("B's eager job beside 2 ms requests: one at a time %.1f%%, queued to the "
+                  "horizon %.1f%% (at most %d kernels)\n",
+                  100.0 * (double)one.be_gpu_ns / (double)(4 * SEC),
+                  100.0 * (double)queued.be_gpu_ns / (double)(4 * SEC), queued.be_max_queued);
+    assert_int_equal(queued.crit_busy_launches, 0);
+    assert_true(queued.lat_max_late <= queued.p99_alone + 2 * DT);
+    assert_true(queued.be_max_queued > 2);
+    assert_true(queued.be_gpu_ns > one.be_gpu_ns * 13 / 10);
+    /* A host that launches as fast as it is let (a loop of C launches): the
+     * queue fills to its bound at once, and still ends before the horizon. */
+    o.be_host_ns = 0;
+    pair_run(&o, &queued);
+    assert_int_equal(queued.crit_busy_launches, 0);
+    assert_true(queued.lat_max_late <= queued.p99_alone + 2 * DT);
+    assert_true(queued.be_max_queued > 2);
 }
 
 /* What a critical tenant publishes: gaps with a rhythm (the longest at most
@@ -1778,6 +1941,8 @@ int main(void)
         cmocka_unit_test(test_guard_holds_before_the_next_burst),
         cmocka_unit_test(test_guard_pause_rhythm),
         cmocka_unit_test(test_guard_holds_through_jittery_tokens),
+        cmocka_unit_test(test_queue_to_the_horizon),
+        cmocka_unit_test(test_horizon_queue_keeps_requests_clear),
         cmocka_unit_test(test_rhythm_published),
         cmocka_unit_test(test_guard_holds_through_short_gaps),
         cmocka_unit_test(test_guard_margin),
