@@ -995,8 +995,10 @@ static void crit_stamp(void *arg)
     if (c->state == CRIT_JUST_IDLE)
         atomic_store(&c->l->crit_idle_ns, mono() + c->ahead);
 }
-/* The best-effort slice's power_guard in the next run_next_to_critical*. */
+/* The best-effort slice's power_guard in the next run_next_to_critical*; its
+ * guard_us; and the rhythm the critical one publishes (its crit_rhythm word). */
 static unsigned next_power_guard;
+static uint64_t next_guard_us, next_rhythm;
 
 static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_state critical,
                                              const char *extra_env, const char *const *args)
@@ -1012,6 +1014,7 @@ static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_stat
     l.compute = 50;
     l.yield = yield;
     l.power_guard = next_power_guard;
+    l.guard_us = next_guard_us;
     if (yield == GS_YIELD_SHRINK)
         l.green_sms = 16;
     assert_int_equal(gs_limits_write(be.p.limits, &l, &err), 0);
@@ -1029,11 +1032,13 @@ static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_stat
     const uint64_t ahead = 50ull * 1000 * 1000;
     uint64_t finished = critical == CRIT_JUST_IDLE ? mono() + ahead : launched + 1;
     atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : finished);
+    atomic_store(&cl->crit_rhythm, next_rhythm);
     struct crit_stamps cs = {cl, critical, ahead};
     const char *out = run_stamping(&be, extra_env, args, crit_stamp, &cs);
     /* done: it must not hold up the next case (launch = idle: not busy) */
     atomic_store(&cl->crit_launch_ns, mono() - 1000ull * 1000 * 1000);
     atomic_store(&cl->crit_idle_ns, atomic_load(&cl->crit_launch_ns));
+    atomic_store(&cl->crit_rhythm, 0);
     gs_ledger_close(cl);
     return out;
 }
@@ -1139,6 +1144,41 @@ static void test_queue_behind_running_kernel_next_to_critical(void **st)
     unsetenv("GS_FAKE_KERNEL_US");
     assert_int_equal(field(out, "launched "), 5);
     assert_int_equal(field(out, "max-queued "), 1);
+}
+
+/* The queue to the guard's horizon, through the real interposer: a gated
+ * best-effort tenant with the guard, next to a critical tenant that has just
+ * finished a request, keeps nothing queued behind its running kernel (the
+ * linger) while the critical one publishes no rhythm; where it publishes gaps
+ * of 40 ms, its next request is due far ahead, and the queue reaches towards
+ * it: each event covers up to 1 ms of the 20 us kernels once they are
+ * measured, not the default 50 us (at most about 6 queued: 2 events of 2-3
+ * launches). The pace needs a measure, which begins only at a launch that did
+ * not wait for the queue (ring.c); a host no quicker than its kernels may
+ * make none in a run (then an event per launch, nothing queued): up to three
+ * runs, one of which must show the queue. */
+static void test_queue_reaches_to_the_horizon(void **st)
+{
+    (void)st;
+    const char *args[] = {"direct", "launch", "1000", NULL};
+    next_guard_us = 600;
+    const char *out =
+        run_next_to_critical_args(GS_YIELD_GATE, CRIT_JUST_IDLE, "GS_FAKE_KERNEL_US=20", args);
+    assert_int_equal(field(out, "launched "), 1000);
+    if (field(out, "max-queued ") != 0)
+        fail_msg("no rhythm published, just idle: %s", out);
+    next_rhythm = 40000ull << 32 | 40000; /* 40 ms gaps, in us */
+    long most = 0;
+    for (int run = 0; run < 3 && most < 16; run++) {
+        out =
+            run_next_to_critical_args(GS_YIELD_GATE, CRIT_JUST_IDLE, "GS_FAKE_KERNEL_US=20", args);
+        assert_int_equal(field(out, "launched "), 1000);
+        most = field(out, "max-queued ");
+    }
+    next_rhythm = 0;
+    next_guard_us = 0;
+    if (most < 16)
+        fail_msg("a rhythm of 40 ms gaps published, just idle: %s", out);
 }
 
 /* The pace the interposer logged first ("an event per N launches (X us of
@@ -1802,6 +1842,7 @@ int main(void)
         cmocka_unit_test(test_shrink_falls_back_without_green_context),
         cmocka_unit_test(test_capture_untouched),
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
+        cmocka_unit_test(test_queue_reaches_to_the_horizon),
         cmocka_unit_test(test_events_paced_next_to_idle_critical),
         cmocka_unit_test(test_peers_read_sparingly_next_to_critical),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
