@@ -1167,6 +1167,9 @@ static void test_queue_reaches_to_the_horizon(void **st)
     assert_int_equal(field(out, "launched "), 1000);
     if (field(out, "max-queued ") != 0)
         fail_msg("no rhythm published, just idle: %s", out);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    /* (Not under a sanitizer: its host is slower than these kernels, and no
+     * queue builds whatever the bound; the rule is tested in virtual time.) */
     next_rhythm = 40000ull << 32 | 40000; /* 40 ms gaps, in us */
     long most = 0;
     for (int run = 0; run < 3 && most < 16; run++) {
@@ -1176,9 +1179,10 @@ static void test_queue_reaches_to_the_horizon(void **st)
         most = field(out, "max-queued ");
     }
     next_rhythm = 0;
-    next_guard_us = 0;
     if (most < 16)
         fail_msg("a rhythm of 40 ms gaps published, just idle: %s", out);
+#endif
+    next_guard_us = 0;
 }
 
 /* The pace the interposer logged first ("an event per N launches (X us of
