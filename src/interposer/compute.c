@@ -266,12 +266,12 @@ static uint64_t next_due(const struct gs_cc_self *me, uint64_t pub, uint64_t pub
 }
 
 /* The guard's hold at now, with the critical tenants idle since crit_idle_seen
- * (0: none) and pub, pub_max their published shortest and longest gap (0:
- * none): the time to ask again. */
-static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t pub, uint64_t pub_max,
-                           uint64_t now)
+ * (0: none), pub their published shortest gap (0: none) and, where they
+ * publish, pub_due and pub_release next_due's: the time to ask again. */
+static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t pub, uint64_t pub_due,
+                           uint64_t pub_release, uint64_t now)
 {
-    uint64_t gap, due, longest, release;
+    uint64_t gap, due, longest;
     if (pub) {
         /* The critical tenant's own rhythm: a kernel of ours that cannot end
          * guard_ns before its next request is due waits for the request (or
@@ -279,11 +279,10 @@ static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t pub, uint64_t p
          * long our kernels are: with kernels longer than its gaps we run only
          * while it pauses. Protecting its requests comes first
          * (docs/compute.md). */
-        due = next_due(me, pub, pub_max, now, &release);
-        if (!due || now + me->kernel_ns + me->guard_ns <= due)
+        if (!pub_due || now + me->kernel_ns + me->guard_ns <= pub_due)
             return 0;
         uint64_t again = now + GS_CC_CRIT_POLL_NS;
-        return again < release ? again : release;
+        return again < pub_release ? again : pub_release;
     }
     if (me->ngaps < GS_CC_GUARD_GAPS / 2)
         return 0; /* too few gaps seen */
@@ -574,9 +573,9 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     me->pub_seen_max = pub_max;
     if (me->guard_ns && !t[self].critical && !t[self].bound &&
         guard_observe(me, t, n, self, d.critical_busy, pub_max) && d.go && !d.gated_by_critical) {
-        hold = guard_hold(me, pub, pub_max, now);
-        uint64_t release;
+        uint64_t release = 0;
         me->horizon_ns = next_due(me, pub, pub_max, now, &release);
+        hold = guard_hold(me, pub, me->horizon_ns, release, now);
         /* Where the next request is due at a known time, our queue reaches
          * towards it, the linger aside (compute.h). */
         if (me->horizon_ns)
