@@ -278,8 +278,11 @@ static uint64_t guard_hold(const struct gs_cc_self *me, uint64_t pub, uint64_t p
          * for GS_CC_GUARD_HOLD_NS past the latest: a paused loop), however
          * long our kernels are: with kernels longer than its gaps we run only
          * while it pauses. Protecting its requests comes first
-         * (docs/compute.md). */
-        if (!pub_due || now + me->kernel_ns + me->guard_ns <= pub_due)
+         * (docs/compute.md). The kernel starts once what we queued before
+         * it ends, and takes its own GPU time where the caller knows both. */
+        uint64_t start = now > me->queue_end_ns ? now : me->queue_end_ns;
+        uint64_t len = me->next_ns ? me->next_ns : me->kernel_ns;
+        if (!pub_due || start + len + me->guard_ns <= pub_due)
             return 0;
         uint64_t again = now + GS_CC_CRIT_POLL_NS;
         return again < pub_release ? again : pub_release;

@@ -172,6 +172,9 @@ struct gs_cc_self {
     /* The guard (above): */
     uint64_t guard_ns;       /* on: a kernel must end this long before the request is due */
     uint64_t kernel_ns;      /* our kernels' recent duration, the caller's estimate (0: none) */
+    uint64_t queue_end_ns;   /* the launch being decided: when the work we queued before it
+                                should end (0: not known; then now) */
+    uint64_t next_ns;        /* ... and its own GPU time (0: not known; then kernel_ns) */
     uint64_t crit_idle_seen; /* the critical tenants' "finished" stamp while we saw them idle */
     uint64_t gaps[GS_CC_GUARD_GAPS]; /* their last gaps between requests */
     unsigned ngaps;

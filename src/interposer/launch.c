@@ -72,6 +72,10 @@ static struct {
     _Atomic uint64_t last_launch, last_sync; /* when work was last sent / seen finished */
     _Atomic int depth;      /* next to a critical tenant: kernels left queued (CRIT_QUEUED*) */
     _Atomic int shrink_now; /* yield = shrink and a critical tenant is busy, or was just now */
+    /* Where the guard knows when the critical tenant's next request is due:
+     * the guard's margin before it (0: not known), by which a launch must
+     * end to go without a decision (cc_fits). */
+    _Atomic uint64_t fit_by;
     /* A latency-critical tenant: when its request under way began (its first
      * launch since a synchronisation), 0 = none; measured for the monitor. */
     _Atomic uint64_t request_from;
@@ -527,7 +531,7 @@ static const struct gs_cc_io io = {
  * tenant, or the next window's owner, waits for little of our work; then
  * opens the hot path until the decision's end, unless a later decision of
  * another thread of ours has come meanwhile (it opens it for itself). */
-static void cc_slow(CUstream s)
+static void cc_slow(CUstream s, uintptr_t kind)
 {
     power_tick();
     uint64_t wait, until = 0, decision = 0;
@@ -535,11 +539,17 @@ static void cc_slow(CUstream s)
         relock();
         if (round) /* the first round's launch did not happen: decided again now */
             gs_cc_duty_refund(&cc.self);
+        /* The launch's own GPU time, and when what we queued before it should
+         * end, where measured: the guard's hold fits the kernel itself. */
+        cc.self.next_ns = gs_ring_kind_ns(kind);
+        cc.self.queue_end_ns = gs_clock_ns() + gs_ring_ahead_ns(s);
         (void)gs_cc_step(&cc.self, &io, &wait);
         until = cc.self.until;
         decision = ++cc.decisions;
         int depth = cc.self.critical_recent ? CRIT_QUEUED_RECENT : CRIT_QUEUED;
         atomic_store_explicit(&cc.depth, depth, memory_order_relaxed);
+        uint64_t due = cc.self.horizon_ns, guard = cc.self.guard_ns;
+        atomic_store_explicit(&cc.fit_by, due > guard ? due - guard : 0, memory_order_relaxed);
         gs_ring_cover(cc.self.cover_ns);
         if (gs_g.limits.yield == GS_YIELD_SHRINK)
             atomic_store_explicit(&cc.shrink_now, cc.self.critical_recent, memory_order_relaxed);
@@ -582,7 +592,17 @@ static void coarse_fit(uint64_t now)
                 (double)(now - c) / 1e6);
 }
 
-static inline void cc_before(CUstream s)
+/* Next to a critical tenant idle, between decisions: whether a launch of
+ * kind on s at now ends, after what we queued before it, by the guard's
+ * margin before the next request where that is known (else the next
+ * decision's guard sees to it). */
+static inline int cc_fits(CUstream s, uintptr_t kind, uint64_t now)
+{
+    uint64_t by = atomic_load_explicit(&cc.fit_by, memory_order_relaxed);
+    return !by || now + gs_ring_ahead_ns(s) + gs_ring_kind_ns(kind) <= by;
+}
+
+static inline void cc_before(CUstream s, uintptr_t kind)
 {
     if (!cc.on)
         return;
@@ -616,12 +636,17 @@ static inline void cc_before(CUstream s)
             return;
         int depth = atomic_load_explicit(&cc.depth, memory_order_relaxed);
         if (!gs_ring_trim(depth, 1, kernel_seen)) {
-            if (depth == CRIT_QUEUED) /* the critical tenant idle: our launches' length */
-                gs_ring_measure_begin(s, now);
-            return;
+            if (depth != CRIT_QUEUED)
+                return;
+            /* the critical tenant idle: our launches' length; a launch that
+             * would not end by the guard's margin is decided (and held) */
+            if (cc_fits(s, kind, now)) {
+                gs_ring_measure_begin(s, now, kind);
+                return;
+            }
         }
     }
-    cc_slow(s);
+    cc_slow(s, kind);
     now = gs_clock_ns();
     atomic_store_explicit(&cc.last_launch, now, memory_order_relaxed);
     coarse_fit(now);
@@ -654,7 +679,7 @@ static inline int crit_stamp_coarse(void)
     return 1;
 }
 
-static inline void cc_after(CUstream s)
+static inline void cc_after(CUstream s, uintptr_t kind)
 {
     if (!cc.on)
         return;
@@ -672,10 +697,10 @@ static inline void cc_after(CUstream s)
     }
     if (!gs_peers_any_critical()) {
         if (gs_g.limits.compute)
-            gs_ring_record(s, GS_RING_SHARE);
+            gs_ring_record(s, GS_RING_SHARE, kind);
     } else {
         int depth = atomic_load_explicit(&cc.depth, memory_order_relaxed);
-        gs_ring_record(s, depth == CRIT_QUEUED ? GS_RING_CRIT_IDLE : GS_RING_CRIT);
+        gs_ring_record(s, depth == CRIT_QUEUED ? GS_RING_CRIT_IDLE : GS_RING_CRIT, kind);
     }
 }
 
@@ -731,6 +756,24 @@ CAPTURE_END_HOOK(cuStreamEndCapture_ptsz, PER_THREAD)
 #define IS_GRAPH_cuGraphLaunch 1
 #define IS_GRAPH_cuGraphLaunch_ptsz 1
 
+/* A launch's kind, for the GPU time the ring expects of it (launch.h): a
+ * kernel's function and grid size (its work grows with the grid), a
+ * graph's executable. */
+static inline uintptr_t kernel_kind(CUfunction f, uint64_t blocks)
+{
+    return (uintptr_t)f ^ (uintptr_t)(blocks * 0x9e3779b97f4a7c15ull);
+}
+#define GRID_PARAM ((uint64_t)gridDimX * gridDimY * gridDimZ)
+#define GRID_CONFIG (config ? (uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ : 0)
+#define KIND_cuLaunchKernel kernel_kind(f, GRID_PARAM)
+#define KIND_cuLaunchKernel_ptsz kernel_kind(f, GRID_PARAM)
+#define KIND_cuLaunchKernelEx kernel_kind(f, GRID_CONFIG)
+#define KIND_cuLaunchKernelEx_ptsz kernel_kind(f, GRID_CONFIG)
+#define KIND_cuLaunchCooperativeKernel kernel_kind(f, GRID_PARAM)
+#define KIND_cuLaunchCooperativeKernel_ptsz kernel_kind(f, GRID_PARAM)
+#define KIND_cuGraphLaunch ((uintptr_t)hGraphExec)
+#define KIND_cuGraphLaunch_ptsz ((uintptr_t)hGraphExec)
+
 #define LAUNCH_HOOK(name, params, args, kind, stream_in, green, null)        \
     GS_API CUresult name params                                              \
     {                                                                        \
@@ -743,7 +786,8 @@ CAPTURE_END_HOOK(cuStreamEndCapture_ptsz, PER_THREAD)
         CUstream stream = NULL_STREAM_##null(STREAM_##stream_in);            \
         if (GS_UNLIKELY(gs_captures_any()) && gs_stream_captured(stream))    \
             return gs_g.real.name args; /* captured: runs nothing now */     \
-        cc_before(stream);                                                   \
+        uintptr_t kind = KIND_##name;                                        \
+        cc_before(stream, kind);                                             \
         CUlaunchConfig shadow;                                               \
         (void)shadow;                                                        \
         int on_green = green && GREEN_OK_##stream_in && green_enter(stream); \
@@ -762,7 +806,7 @@ CAPTURE_END_HOOK(cuStreamEndCapture_ptsz, PER_THREAD)
         if (rc == CUDA_SUCCESS) {                                            \
             if (IS_GRAPH_##name)                                             \
                 gs_mem_graph_launched();                                     \
-            cc_after(stream);                                                \
+            cc_after(stream, kind);                                          \
         }                                                                    \
         return rc;                                                           \
     }
@@ -865,6 +909,7 @@ void gs_launch_after_fork(void)
     ctx_synced.ctx = NULL;
     atomic_store(&cc.depth, CRIT_QUEUED);
     atomic_store(&cc.shrink_now, 0);
+    atomic_store(&cc.fit_by, 0);
     atomic_store(&cc.request_from, 0);
     memset(&cc.rhythm, 0, sizeof cc.rhythm);
     cc.charged_published = 0;

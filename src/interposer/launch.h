@@ -45,15 +45,18 @@ enum { GS_RING_SLOTS = 4, GS_RING_POOL = 32 };
 /* Which launches record an event: without a critical tenant, every
  * gs_ring_pace-th of a thread on a stream (SHARE); next to a critical tenant
  * that is busy, or was just now, each (CRIT); next to one idle longer, those
- * that cover about 50 us of our GPU work, as measured (CRIT_IDLE). */
+ * that cover about 50 us of our GPU work, each kind's as measured
+ * (CRIT_IDLE). */
 enum gs_ring_mode { GS_RING_SHARE, GS_RING_CRIT, GS_RING_CRIT_IDLE };
-/* After a launch on s: records an event on s if mode says so, first making
- * room as gs_ring_bound does in SHARE. */
-void gs_ring_record(CUstream s, enum gs_ring_mode mode);
-/* Next to an idle critical tenant, before a launch on s at now: if a measure
- * is due, a timing event before the launch, paired with one after it in
- * gs_ring_record (the launch's GPU time, for CRIT_IDLE's pace). */
-void gs_ring_measure_begin(CUstream s, uint64_t now);
+/* After a launch on s of kind (its function and grid size, or its graph:
+ * launches of one kind take about the same GPU time): records an event on s
+ * if mode says so, first making room as gs_ring_bound does in SHARE. */
+void gs_ring_record(CUstream s, enum gs_ring_mode mode, uintptr_t kind);
+/* Next to an idle critical tenant, before a launch on s of kind at now: if
+ * a measure is due (at once for a kind not yet measured), a timing event
+ * before the launch, paired with one after it in gs_ring_record (the GPU
+ * time of the kind, for CRIT_IDLE's pace). */
+void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind);
 /* Without a critical tenant: waits (a while at most) while s has
  * GS_RING_SLOTS events outstanding, for its oldest, and while the pool is
  * full, for the oldest of all. Returns 1 when it had to wait. */
@@ -69,6 +72,15 @@ int gs_ring_unbounded(void);
 /* Next to an idle critical tenant: the GPU work one event may cover, from the
  * controller's decision (gs_cc_self.cover_ns; 0: the default, 50 us). */
 void gs_ring_cover(uint64_t cover_ns);
+/* Next to a critical tenant: the GPU time a launch of kind takes, as
+ * measured (0: not known); and the work queued ahead of a launch on s now
+ * behind what runs, as expected: our outstanding events' but the oldest's
+ * (running, and mostly done: counting it held a GEMM loop's launches back
+ * by a third on the H200, docs/benchmarks.md) and, on s, this thread's
+ * launches since the last (launches of kinds not measured count for
+ * nothing). */
+uint64_t gs_ring_kind_ns(uintptr_t kind);
+uint64_t gs_ring_ahead_ns(CUstream s);
 /* Launches gs_ring_record has seen, in all. */
 uint64_t gs_ring_launches(void);
 /* Paces the events from our last window: its GPU time and its launches. */

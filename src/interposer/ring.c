@@ -4,8 +4,10 @@
  * finds at most that one in front of it). With the critical tenant idle
  * longer, where one event may stay outstanding, one per launches of a thread
  * on a stream that cover about CRIT_COVER_NS of our GPU work (at least one
- * launch; a launch measured now and then between a pair of timing events:
- * gs_ring_measure_begin; the controller may widen the cover up to the guard's
+ * launch; each kind of launch, a kernel at a grid size or a graph, has its
+ * own GPU time, a launch of it measured now and then between a pair of
+ * timing events: gs_ring_measure_begin; one of a kind not yet measured has an
+ * event after it; the controller may widen the cover up to the guard's
  * horizon: gs_ring_cover), so that a request finds about 2 x CRIT_COVER_NS of
  * our work queued, or one kernel and the one running where ours are longer:
  * tiny kernels then record an event, and query one, once in many launches
@@ -67,10 +69,12 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
  * older event should end before the newer one's work runs out, or the GPU
  * idles: where the events are paced it spins up to PACED_SPIN_NS first (a
  * sleep poll overshoots by some 40 us on the H200: a loop of 5 us kernels ran
- * at 8.6 us a launch with sleep polls, 6.4 us spinning, as native). One
- * launch is measured at most every MEASURE_GAP_NS. A wait for the older
- * event longer than SLOWER_COVERS covers says our kernels got longer than
- * measured: an event after every launch until measured again. Where the
+ * at 8.6 us a launch with sleep polls, 6.4 us spinning, as native). A
+ * launch of a kind measured before is measured at most every
+ * MEASURE_GAP_NS. A wait for the older event longer than SLOWER_COVERS
+ * covers, and SLOWER_COVERS times the GPU time its launches were expected to
+ * take, says our kernels got longer than measured: a floor under the
+ * estimates (FLOOR_HALF_NS), and a measure at once. Where the
  * critical tenant's next request is due at a known time, the controller sets
  * a cover of its own instead, for as long as it knows (gs_ring_cover: a
  * quarter of the room to the guard's horizon, compute.h). */
@@ -78,15 +82,27 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
 #define PACED_SPIN_NS (2 * CRIT_COVER_NS)
 #define MEASURE_GAP_NS (10ull * 1000 * 1000)
 #define SLOWER_COVERS 4
-/* A long wait's GPU time per launch is a floor under the estimate that halves
- * every FLOOR_HALF_NS: kernels of mixed lengths (hundreds of tiny ones, then a
- * few long) would otherwise be paced by the tiny ones a single launch's
- * measure mostly sees, and two events' worth would hold several long ones. */
+/* A long wait's GPU time per launch is a floor under every kind's estimate
+ * that halves every FLOOR_HALF_NS: launches of one kind whose lengths differ
+ * (hundreds of tiny ones, then a few long, where the arguments make the
+ * difference) would otherwise be paced by the tiny ones a single launch's
+ * measure mostly sees, and two events' worth would hold several long ones.
+ * (Kinds of different lengths each have their own estimate, and set no
+ * floor.) */
 #define FLOOR_HALF_NS (1000ull * 1000 * 1000)
-/* Launches, since two streams (or threads' default streams) last took turns,
- * during which every launch keeps its event: each stream's launches after its
- * last event are covered by none, so with several streams paced the queue
- * would hold that much per stream. */
+/* The GPU time of each kind of launch (gs_ring_record's kind), as measured:
+ * KINDS entries, open addressed (a kind is looked for in KIND_PROBE of them
+ * from its hash, and a new one that finds none free replaces the first),
+ * each the hash's top bits over the estimate in ns (at most KIND_NS_MAX: an
+ * event follows any launch that long anyway). Written under ring.lock, read
+ * on the launch path with one atomic load. */
+enum { KINDS = 1024, KIND_PROBE = 8, KIND_BITS = 24 };
+#define KIND_NS_MAX ((1ull << KIND_BITS) - 1)
+/* The most launches one event covers, however short; and the launches,
+ * since two streams (or threads' default streams) last took turns, during
+ * which every launch keeps its event: each stream's launches after its last
+ * event are covered by none, so with several streams paced the queue would
+ * hold that much per stream. */
 enum { CRIT_EVERY_MAX = 256, MULTI_LAUNCHES = 256 };
 
 /* Which stream an event is on, for the bound of each stream's queue. The
@@ -125,35 +141,36 @@ static struct {
     uint64_t rec_launches;     /* ... at the last recording, under the lock */
     _Atomic unsigned every;    /* without a critical tenant: launches per event */
     _Atomic int unbounded;     /* a full stream's wait timed out: none until a drain */
-    /* Next to an idle critical tenant: launches per event (1 until measured);
-     * the stream of the last launch (its key's hash), and the launch count when
+    /* Next to a critical tenant: the launches each event covered; the
+     * stream of the last launch (its key's hash), and the launch count when
      * another stream's came between (crit_multi_at). */
-    _Atomic unsigned crit_every;
-    _Atomic uint64_t cover;   /* the GPU work an event covers: CRIT_COVER_NS or gs_ring_cover's */
-    _Atomic uint64_t per_eff; /* the estimate per launch the pace was last set for (0: none) */
+    unsigned covers[GS_RING_POOL];
+    uint64_t
+        work[GS_RING_POOL];     /* ... and the GPU time they were expected to take (0: not known) */
+    _Atomic uint64_t queued;    /* the outstanding ones' work but the oldest's (requeue) */
+    _Atomic uint64_t cover;     /* the GPU work an event covers: CRIT_COVER_NS or gs_ring_cover's */
+    _Atomic uint64_t floor_now; /* the floor when last looked at (floor_at) */
     _Atomic uintptr_t crit_last;
     _Atomic uint64_t crit_multi_at;
+    _Atomic uint64_t kinds[KINDS]; /* each kind's GPU time per launch (KINDS) */
     /* The measure of one launch's GPU time: a pair of timing events made in
      * ctx, recorded on the launch's stream before it (state 1, by the thread
-     * whose m_mine is set) and after it (state 2); the estimate (per_ns, 0:
-     * none yet). Under the lock, but for when the next may begin (m_next,
-     * read on the launch path). */
+     * whose m_mine is set) and after it (state 2), of that launch's kind.
+     * Under the lock, but for when the next may begin: a launch of a kind
+     * measured before waits for m_next, any for m_block (one under way, or
+     * no timing event to be had); both read on the launch path. */
     struct {
         CUevent ev[2];
         CUcontext ctx;
         int state;
         int off;        /* a timing event could not be made (said once) */
-        int said;       /* the first measure's pace was logged */
         unsigned gen;   /* measures begun */
         uint64_t began; /* when the one in state 1 began */
-        uint64_t per_ns;
+        uintptr_t kind;
         uint64_t floor_ns, floor_at; /* a long wait's time per launch, and when */
     } m;
-    _Atomic uint64_t m_next;
-} ring = {.lock = PTHREAD_MUTEX_INITIALIZER,
-          .every = EVERY_START,
-          .crit_every = 1,
-          .cover = CRIT_COVER_NS};
+    _Atomic uint64_t m_next, m_block;
+} ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START, .cover = CRIT_COVER_NS};
 
 /* Under ring.lock. The oldest outstanding event (of stream k; NULL: of any),
  * -1 if none; and how many k has outstanding. */
@@ -186,11 +203,23 @@ static CUresult query(int i)
     return q;
 }
 
+/* Under ring.lock: the work queued behind the running, as expected: the
+ * outstanding events' but the oldest's (gs_ring_ahead_ns). */
+static void requeue(void)
+{
+    int o = oldest(NULL);
+    uint64_t w = 0;
+    for (int i = 0; i < GS_RING_POOL; i++)
+        w += ring.seq[i] && i != o ? ring.work[i] : 0;
+    atomic_store_explicit(&ring.queued, w, memory_order_relaxed);
+}
+
 static void drop(int i)
 {
     ring.seq[i] = 0;
     atomic_store_explicit(&ring.n, atomic_load_explicit(&ring.n, memory_order_relaxed) - 1,
                           memory_order_relaxed);
+    requeue();
 }
 
 static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, uint64_t deadline,
@@ -248,35 +277,94 @@ enum { THREAD_STREAMS = 8 };
 static __thread struct {
     CUstream s;
     unsigned since; /* launches on s since its last event */
+    uint64_t work;  /* next to an idle critical tenant: their GPU time, as estimated */
 } thread_streams[THREAD_STREAMS] __attribute__((tls_model("initial-exec")));
 static __thread unsigned thread_nstreams __attribute__((tls_model("initial-exec")));
 
-static int due(CUstream s, unsigned every)
+/* Whether this launch on s records: the every-th launch since the last
+ * event; or, where cover is set (next to an idle critical tenant), the one
+ * whose GPU time, est, brings the work since the last to cover (or the
+ * CRIT_EVERY_MAX-th): then that work, in *work. */
+static int due(CUstream s, unsigned every, uint64_t est, uint64_t cover, uint64_t *work)
 {
     if (s == CU_STREAM_LEGACY)
         s = NULL;
     unsigned n = thread_nstreams < THREAD_STREAMS ? thread_nstreams : THREAD_STREAMS;
     for (unsigned i = 0; i < n; i++)
         if (thread_streams[i].s == s) {
-            if (++thread_streams[i].since < every)
+            unsigned since = ++thread_streams[i].since;
+            if (cover ? (thread_streams[i].work += est) < cover && since < CRIT_EVERY_MAX
+                      : since < every)
                 return 0;
+            *work = thread_streams[i].work;
             thread_streams[i].since = 0;
+            thread_streams[i].work = 0;
             return 1;
         }
     unsigned i = thread_nstreams++ % THREAD_STREAMS;
     thread_streams[i].s = s;
     thread_streams[i].since = 0;
+    thread_streams[i].work = 0;
+    *work = est;
     return 1;
 }
 
 /* The launches per event next to an idle critical tenant for a GPU time per
- * launch of per_ns (0: not measured). */
+ * launch of per_ns (0: not measured), for the log. */
 static unsigned crit_every(uint64_t per_ns)
 {
     if (!per_ns)
         return 1;
     uint64_t every = atomic_load_explicit(&ring.cover, memory_order_relaxed) / per_ns;
     return every < 1 ? 1 : every > CRIT_EVERY_MAX ? CRIT_EVERY_MAX : (unsigned)every;
+}
+
+/* A kind's hash: its entries' first index (low bits) and tag (the top bits,
+ * never 0: 0 is a free entry). */
+static uint64_t kind_hash(uintptr_t kind)
+{
+    uint64_t h = (uint64_t)kind + 0x9e3779b97f4a7c15ull;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    return (h ^ (h >> 31)) | 1ull << 63;
+}
+
+#define KIND_TAG(h) ((h) & ~KIND_NS_MAX)
+
+/* The measured GPU time of a launch of kind (0: none yet). Lock-free. */
+static uint64_t kind_est(uintptr_t kind)
+{
+    uint64_t h = kind_hash(kind);
+    for (unsigned i = 0; i < KIND_PROBE; i++) {
+        uint64_t e = atomic_load_explicit(&ring.kinds[(h + i) % KINDS], memory_order_relaxed);
+        if (!e)
+            return 0;
+        if (KIND_TAG(e) == KIND_TAG(h))
+            return e & KIND_NS_MAX;
+    }
+    return 0;
+}
+
+/* Under ring.lock: kind's GPU time is now est_ns. */
+static void kind_set(uintptr_t kind, uint64_t est_ns)
+{
+    uint64_t h = kind_hash(kind);
+    uint64_t e = KIND_TAG(h) | (est_ns < 1 ? 1 : est_ns > KIND_NS_MAX ? KIND_NS_MAX : est_ns);
+    unsigned at = h % KINDS;
+    for (unsigned i = 0; i < KIND_PROBE; i++) {
+        uint64_t was = atomic_load_explicit(&ring.kinds[(h + i) % KINDS], memory_order_relaxed);
+        if (!was || KIND_TAG(was) == KIND_TAG(h)) {
+            at = (h + i) % KINDS;
+            break;
+        }
+    }
+    atomic_store_explicit(&ring.kinds[at], e, memory_order_relaxed);
+}
+
+static void kinds_forget(void)
+{
+    for (unsigned i = 0; i < KINDS; i++)
+        atomic_store_explicit(&ring.kinds[i], 0, memory_order_relaxed);
 }
 
 /* The estimate after a measure of sample_ns: it moves a quarter of the way
@@ -298,30 +386,43 @@ static uint64_t floor_at(uint64_t now)
     return halves >= 64 ? 0 : ring.m.floor_ns >> halves;
 }
 
-/* Under ring.lock: the pace for the estimate per_ns and the floor at now. */
-static void crit_pace(uint64_t per_ns, uint64_t now)
+/* Under ring.lock: a launch of kind measured at sample_ns, at now: its
+ * estimate, and the floor as it is now. A kind's first estimate, and one
+ * that moves its pace twofold, is logged. */
+static void kind_learn(uintptr_t kind, uint64_t sample_ns, uint64_t now)
 {
-    ring.m.per_ns = per_ns;
     uint64_t fl = floor_at(now);
-    per_ns = per_ns > fl ? per_ns : fl;
-    atomic_store_explicit(&ring.per_eff, per_ns, memory_order_relaxed);
-    unsigned every = crit_every(per_ns);
-    unsigned was = atomic_exchange_explicit(&ring.crit_every, every, memory_order_relaxed);
-    if (!ring.m.said || every >= 2 * was || was >= 2 * every)
+    atomic_store_explicit(&ring.floor_now, fl, memory_order_relaxed);
+    uint64_t was = kind_est(kind), est = crit_estimate(was, sample_ns);
+    kind_set(kind, est);
+    unsigned every = crit_every(est > fl ? est : fl);
+    unsigned before = was ? crit_every(was > fl ? was : fl) : 0;
+    if (!before || every >= 2 * before || before >= 2 * every)
         GS_LOGD("next to an idle critical tenant: an event per %u launches (%.1f us of GPU "
                 "time per launch)",
-                every, (double)per_ns / 1e3);
-    ring.m.said = 1;
+                every, (double)(est > fl ? est : fl) / 1e3);
+}
+
+uint64_t gs_ring_kind_ns(uintptr_t kind)
+{
+    return kind_est(kind);
+}
+
+uint64_t gs_ring_ahead_ns(CUstream s)
+{
+    uint64_t ahead = atomic_load_explicit(&ring.queued, memory_order_relaxed);
+    if (s == CU_STREAM_LEGACY)
+        s = NULL;
+    unsigned n = thread_nstreams < THREAD_STREAMS ? thread_nstreams : THREAD_STREAMS;
+    for (unsigned i = 0; i < n; i++)
+        if (thread_streams[i].s == s)
+            return ahead + thread_streams[i].work;
+    return ahead;
 }
 
 void gs_ring_cover(uint64_t cover_ns)
 {
-    uint64_t c = cover_ns ? cover_ns : CRIT_COVER_NS;
-    if (atomic_exchange_explicit(&ring.cover, c, memory_order_relaxed) == c)
-        return;
-    uint64_t per = atomic_load_explicit(&ring.per_eff, memory_order_relaxed);
-    if (per) /* the pace for the new cover at once (not logged: it moves with every decision) */
-        atomic_store_explicit(&ring.crit_every, crit_every(per), memory_order_relaxed);
+    atomic_store_explicit(&ring.cover, cover_ns ? cover_ns : CRIT_COVER_NS, memory_order_relaxed);
 }
 
 /* The thread that measures a launch: the measure's number and its stream,
@@ -331,19 +432,33 @@ static __thread unsigned m_mine __attribute__((tls_model("initial-exec")));
 static __thread struct key m_key __attribute__((tls_model("initial-exec")));
 #define MEASURE_STALE_NS (100ull * 1000 * 1000)
 
-void gs_ring_measure_begin(CUstream s, uint64_t now)
+/* Whether a launch of kind at now may begin a measure: one of a kind not yet
+ * measured whenever none is under way, others once in MEASURE_GAP_NS. */
+static int measure_due(uintptr_t kind, uint64_t now)
 {
-    if (!gs_g.real.cuEventElapsedTime ||
-        now < atomic_load_explicit(&ring.m_next, memory_order_relaxed))
+    return now >= atomic_load_explicit(&ring.m_block, memory_order_relaxed) &&
+           (now >= atomic_load_explicit(&ring.m_next, memory_order_relaxed) || !kind_est(kind));
+}
+
+/* Under ring.lock: no measure until at (none under way). */
+static void measure_later(uint64_t at)
+{
+    ring.m.state = 0;
+    atomic_store_explicit(&ring.m_block, at, memory_order_relaxed);
+}
+
+void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind)
+{
+    if (!gs_g.real.cuEventElapsedTime || !measure_due(kind, now))
         return;
     CUstreamCaptureMode cmode;
     int relaxed = gs_capture_relax(&cmode);
     pthread_mutex_lock(&ring.lock);
     CUcontext cur = gs_current_ctx();
-    if (ring.m.state || now < atomic_load_explicit(&ring.m_next, memory_order_relaxed))
+    if (ring.m.state || !measure_due(kind, now))
         goto out;                          /* another thread's measure */
     if (ring.m.ctx && ring.m.ctx != cur) { /* another context's pair: not now */
-        atomic_store_explicit(&ring.m_next, now + MEASURE_GAP_NS, memory_order_relaxed);
+        measure_later(now + MEASURE_GAP_NS);
         goto out;
     }
     for (int i = 0; i < 2; i++)
@@ -353,7 +468,7 @@ void gs_ring_measure_begin(CUstream s, uint64_t now)
                 gs_g.real.cuEventDestroy_v2(ring.m.ev[0]);
                 ring.m.ev[0] = NULL;
             }
-            atomic_store_explicit(&ring.m_next, now + MEASURE_GAP_NS, memory_order_relaxed);
+            measure_later(now + MEASURE_GAP_NS);
             if (!ring.m.off)
                 GS_LOGI("no timing event: next to an idle critical tenant an event follows "
                         "every launch until one can be made (said once)");
@@ -364,9 +479,10 @@ void gs_ring_measure_begin(CUstream s, uint64_t now)
     if (gs_g.real.cuEventRecord(ring.m.ev[0], s) == CUDA_SUCCESS) {
         ring.m.state = 1;
         ring.m.began = now;
+        ring.m.kind = kind;
         m_mine = ++ring.m.gen ? ring.m.gen : ++ring.m.gen;
         m_key = key_of(s);
-        atomic_store_explicit(&ring.m_next, UINT64_MAX, memory_order_relaxed);
+        atomic_store_explicit(&ring.m_block, UINT64_MAX, memory_order_relaxed);
     }
 out:
     pthread_mutex_unlock(&ring.lock);
@@ -386,27 +502,26 @@ static void measure_end(CUstream s)
         ring.m.state = 2;
         return;
     }
-    ring.m.state = 0;
-    atomic_store_explicit(&ring.m_next, 0, memory_order_relaxed);
+    measure_later(0);
 }
 
 /* Under ring.lock: the measured launch's time, once its second event is
- * reached: the estimate, and the launches per event. */
+ * reached: its kind's estimate. */
 static void measure_read(uint64_t now)
 {
     float ms = 0;
     CUresult rc = gs_g.real.cuEventElapsedTime(&ms, ring.m.ev[0], ring.m.ev[1]);
     if (rc == CUDA_ERROR_NOT_READY)
         return;
-    ring.m.state = 0;
+    measure_later(0);
     atomic_store_explicit(&ring.m_next, now + MEASURE_GAP_NS, memory_order_relaxed);
     if (rc == CUDA_SUCCESS && ms >= 0)
-        crit_pace(crit_estimate(ring.m.per_ns, (uint64_t)((double)ms * 1e6) + 1), now);
+        kind_learn(ring.m.kind, (uint64_t)((double)ms * 1e6) + 1, now);
 }
 
-/* CRIT_IDLE's launches per event for a launch on s, the launches-th: the
- * measured pace, or 1 while several streams take turns (MULTI_LAUNCHES). */
-static unsigned crit_idle_every(CUstream s, uint64_t launches)
+/* CRIT_IDLE, a launch on s, the launches-th: whether several streams take
+ * turns (MULTI_LAUNCHES). */
+static int crit_multi(CUstream s, uint64_t launches)
 {
     struct key k = key_of(s);
     uintptr_t h = (uintptr_t)k.s ^ ((uintptr_t)k.thread << 1) ^ 1;
@@ -414,12 +529,29 @@ static unsigned crit_idle_every(CUstream s, uint64_t launches)
         atomic_store_explicit(&ring.crit_last, h, memory_order_relaxed);
         atomic_store_explicit(&ring.crit_multi_at, launches, memory_order_relaxed);
     }
-    if (launches - atomic_load_explicit(&ring.crit_multi_at, memory_order_relaxed) < MULTI_LAUNCHES)
-        return 1;
-    return atomic_load_explicit(&ring.crit_every, memory_order_relaxed);
+    return launches - atomic_load_explicit(&ring.crit_multi_at, memory_order_relaxed) <
+           MULTI_LAUNCHES;
 }
 
-void gs_ring_record(CUstream s, enum gs_ring_mode mode)
+/* CRIT_IDLE: whether a launch of kind on s, the launches-th, records: after
+ * every launch while several streams take turns, and after one of a kind
+ * not yet measured; else once the launches since the last event on s come to
+ * the cover, each at its kind's estimate (at least the floor). The GPU time
+ * the event will cover, in *work (0: not known, the launch not measured). */
+static int crit_idle_due(CUstream s, uint64_t launches, uintptr_t kind, uint64_t *work)
+{
+    uint64_t cover = atomic_load_explicit(&ring.cover, memory_order_relaxed);
+    uint64_t est = kind_est(kind);
+    uint64_t fl = atomic_load_explicit(&ring.floor_now, memory_order_relaxed);
+    if (crit_multi(s, launches) || !est) {
+        (void)due(s, 1, cover, cover, work); /* (the work since the last event starts again) */
+        *work = 0;
+        return 1;
+    }
+    return due(s, 1, est > fl ? est : fl, cover, work);
+}
+
+void gs_ring_record(CUstream s, enum gs_ring_mode mode, uintptr_t kind)
 {
     uint64_t launch = atomic_fetch_add_explicit(&ring.launches, 1, memory_order_relaxed) + 1;
     if (!gs_g.real.cuEventRecord)
@@ -432,11 +564,13 @@ void gs_ring_record(CUstream s, enum gs_ring_mode mode)
         pthread_mutex_unlock(&ring.lock);
         gs_capture_restore(relaxed, cmode);
     }
-    unsigned every = mode == GS_RING_SHARE ? atomic_load_explicit(&ring.every, memory_order_relaxed)
-                     : mode == GS_RING_CRIT_IDLE ? crit_idle_every(s, launch)
-                                                 : 1;
-    if (mode != GS_RING_CRIT && !due(s, every))
+    uint64_t work = 0; /* the GPU time the event covers, as expected (0: not known) */
+    if (mode == GS_RING_SHARE
+            ? !due(s, atomic_load_explicit(&ring.every, memory_order_relaxed), 0, 0, &work)
+            : mode == GS_RING_CRIT_IDLE && !crit_idle_due(s, launch, kind, &work))
         return;
+    if (mode == GS_RING_CRIT)
+        work = kind_est(kind);
     if (mode == GS_RING_SHARE)
         (void)gs_ring_bound(s);
     CUstreamCaptureMode cmode;
@@ -471,17 +605,18 @@ void gs_ring_record(CUstream s, enum gs_ring_mode mode)
          * the last event, and nothing of ours before it */
         uint64_t launches = atomic_load_explicit(&ring.launches, memory_order_relaxed);
         ring.solo[slot] = n == 0 && mode != GS_RING_SHARE && launches == ring.rec_launches + 1;
+        ring.covers[slot] = (unsigned)(launches - ring.rec_launches);
+        ring.work[slot] = work;
         ring.rec_launches = launches;
         ring.seq[slot] = ++ring.recorded;
         ring.key[slot] = key_of(s);
         if (was_free)
             atomic_store_explicit(&ring.n, n + 1, memory_order_relaxed);
+        requeue();
         if (ring.m.state == 2)
             measure_read(now);
-        else if (ring.m.state == 1 && now - ring.m.began > MEASURE_STALE_NS) {
-            ring.m.state = 0; /* its thread launched no more */
-            atomic_store_explicit(&ring.m_next, 0, memory_order_relaxed);
-        }
+        else if (ring.m.state == 1 && now - ring.m.began > MEASURE_STALE_NS)
+            measure_later(0); /* its thread launched no more */
     } /* else the slot keeps what it held: a failed record leaves an event as it was */
     pthread_mutex_unlock(&ring.lock);
     gs_capture_restore(relaxed, cmode);
@@ -570,9 +705,11 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
      * last seen unfinished (the clock read before the query; 0: not yet), the
      * GPU's proven busy time, which a host that stalls our thread meanwhile
      * cannot lengthen. */
-    uint64_t began = 0, busy = 0;
+    uint64_t began = 0, busy = 0, covered = 0; /* ... and the launches its events covered */
+    uint64_t work = 0;                         /* ... and their GPU time, as expected */
+    int known = 1;                             /* ... by every one of them */
     int paced = crit && max == 1;
-    uint64_t slower = SLOWER_COVERS * atomic_load_explicit(&ring.cover, memory_order_relaxed);
+    uint64_t cover = atomic_load_explicit(&ring.cover, memory_order_relaxed);
     pthread_mutex_lock(&ring.lock);
     while (count(k) > max) {
         int h = oldest(k);
@@ -584,6 +721,12 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
                 sweep(h);
                 if (count(k) <= max)
                     break;
+            }
+            unsigned batch = ring.covers[h];
+            if (waited_for != ring.seq[h]) {
+                covered += batch;
+                known &= ring.work[h] > 0;
+                work += ring.work[h];
             }
             waited_for = ring.seq[h];
             waited = 1;
@@ -600,8 +743,7 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
              * waited for; a sleep poll's overshoot would let it run dry (the
              * GPU idles, and the next measure takes in the launch's way to
              * the GPU). */
-            if (paced && !spin_until &&
-                atomic_load_explicit(&ring.crit_every, memory_order_relaxed) > 1)
+            if (paced && !spin_until && batch > 1)
                 spin_until = now + PACED_SPIN_NS;
             if (now < spin_until)
                 sched_yield();
@@ -624,25 +766,26 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
         }
     }
     /* Next to an idle critical tenant, the older of two events took long to
-     * finish: what it covered took at least that long on the GPU, a floor
-     * under the estimate per launch (our kernels may be longer than measured,
-     * or of mixed lengths); with more than one launch an event, one after
-     * each at once. */
-    if (paced && busy - began > slower) {
+     * finish, SLOWER_COVERS times the cover and what it was expected to
+     * take (where that is known: a launch of a kind not yet measured has an
+     * event of its own, and may take any time): what it covered took at
+     * least that long on the GPU, a floor
+     * under every kind's estimate (our kernels may be longer than measured,
+     * or one kind's of mixed lengths), and the next launch may be measured
+     * at once. */
+    if (paced && known && covered && busy - began > SLOWER_COVERS * (work > cover ? work : cover)) {
         uint64_t end = gs_clock_ns();
-        unsigned every = atomic_load_explicit(&ring.crit_every, memory_order_relaxed);
-        uint64_t per = (busy - began) / every;
+        uint64_t per = (busy - began) / covered;
         if (per > floor_at(end)) {
             ring.m.floor_ns = per;
             ring.m.floor_at = end;
         }
-        if (every > 1) {
-            crit_pace(ring.m.per_ns, end);
-            GS_LOGD("next to an idle critical tenant: our oldest event took %.2f ms: an event "
-                    "per %u launches",
-                    (double)(busy - began) / 1e6,
-                    atomic_load_explicit(&ring.crit_every, memory_order_relaxed));
-        }
+        atomic_store_explicit(&ring.floor_now, floor_at(end), memory_order_relaxed);
+        atomic_store_explicit(&ring.m_next, 0, memory_order_relaxed);
+        if (covered > 1)
+            GS_LOGD("next to an idle critical tenant: our oldest event took %.2f ms over %llu "
+                    "launches: %.1f us of GPU time per launch at least, for a while",
+                    (double)(busy - began) / 1e6, (unsigned long long)covered, (double)per / 1e3);
     }
     pthread_mutex_unlock(&ring.lock);
     return waited;
@@ -670,9 +813,10 @@ void gs_ring_ctx_end(CUcontext ctx, int alive)
                 gs_g.real.cuEventDestroy_v2(ring.m.ev[i]);
         ring.m.ev[0] = ring.m.ev[1] = NULL;
         ring.m.ctx = NULL;
-        ring.m.state = 0;
+        measure_later(0);
         atomic_store(&ring.m_next, 0);
     }
+    kinds_forget(); /* its functions and graphs are gone: their handles may be reused */
     if (any)
         atomic_store(&ring.unbounded, 0);
     pthread_mutex_unlock(&ring.lock);
@@ -689,17 +833,19 @@ void gs_ring_after_fork(void)
         ring.seq[i] = 0;
     }
     atomic_store(&ring.n, 0);
+    atomic_store(&ring.queued, 0);
     ring.recorded = 0;
     ring.rec_launches = 0;
     atomic_store(&ring.launches, 0);
     atomic_store(&ring.every, EVERY_START);
     atomic_store(&ring.unbounded, 0);
-    atomic_store(&ring.crit_every, 1);
     atomic_store(&ring.cover, CRIT_COVER_NS);
-    atomic_store(&ring.per_eff, 0);
+    atomic_store(&ring.floor_now, 0);
+    kinds_forget();
     atomic_store(&ring.crit_last, 0);
     atomic_store(&ring.crit_multi_at, 0);
     memset(&ring.m, 0, sizeof ring.m);
     atomic_store(&ring.m_next, 0);
+    atomic_store(&ring.m_block, 0);
     m_mine = 0;
 }

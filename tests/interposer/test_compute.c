@@ -1081,6 +1081,10 @@ static void test_guard_holds_through_jittery_tokens(void **st)
  * quarter of the room from the end of B's next kernel to 600 us before it,
  * the linger overridden; nothing queued once the room is short, or the
  * request is due; the linger's rule again once the guard lets go. */
+/* The launch being decided: when what B queued before it ends, after T (0:
+ * not known), and its own GPU time (0: not known). */
+static uint64_t case_queue_end, case_next_ns;
+
 static void horizon_case(uint64_t pub, uint64_t kernel_ns, uint64_t now_after, uint64_t *horizon,
                          uint64_t *cover, int *recent, enum gs_cc_action *a)
 {
@@ -1100,6 +1104,8 @@ static void horizon_case(uint64_t pub, uint64_t kernel_ns, uint64_t now_after, u
     memset(&me, 0, sizeof me);
     me.guard_ns = 600 * US;
     me.kernel_ns = kernel_ns;
+    me.queue_end_ns = case_queue_end ? T + case_queue_end : 0;
+    me.next_ns = case_next_ns;
     uint64_t wait = 0;
     *a = gs_cc_before_launch(&me, t, 2, 1, T + now_after, GS_CC_PERIOD_NS, &wait);
     *horizon = me.horizon_ns;
@@ -1156,6 +1162,41 @@ static void test_queue_to_the_horizon(void **st)
     assert_int_equal(h, 0);
     assert_int_equal(c, 0);
     assert_int_equal(r, 1);
+}
+
+/* The guard fitted to the launch itself, where the interposer knows its
+ * kind's GPU time and when our queued work should end: the request due at
+ * T + 2 ms, B's kernels 100 us as its estimate goes, so a launch must end by
+ * T + 1.4 ms. A launch of a kind measured at 300 us is held where a 100 us
+ * one went; one of 20 us goes where the estimate held; and each starts once
+ * what was queued before it ends (a queue end already past: now). */
+static void test_guard_fits_the_launch_itself(void **st)
+{
+    (void)st;
+    uint64_t h, c;
+    int r;
+    enum gs_cc_action a;
+    horizon_case(2 * MS, 100 * US, 1250 * US, &h, &c, &r, &a); /* 1.35 ms: fits */
+    assert_int_equal(a, GS_CC_LAUNCH);
+    case_next_ns = 300 * US; /* 1.55 ms */
+    horizon_case(2 * MS, 100 * US, 1250 * US, &h, &c, &r, &a);
+    assert_int_equal(a, GS_CC_WAIT);
+    case_next_ns = 0;
+    horizon_case(2 * MS, 100 * US, 1350 * US, &h, &c, &r, &a); /* 1.45 ms */
+    assert_int_equal(a, GS_CC_WAIT);
+    case_next_ns = 20 * US; /* 1.37 ms */
+    horizon_case(2 * MS, 100 * US, 1350 * US, &h, &c, &r, &a);
+    assert_int_equal(a, GS_CC_LAUNCH);
+    case_queue_end = 1370 * US; /* starts at 1.37 ms, ends at 1.39 */
+    horizon_case(2 * MS, 100 * US, 1250 * US, &h, &c, &r, &a);
+    assert_int_equal(a, GS_CC_LAUNCH);
+    case_queue_end = 1390 * US; /* ends at 1.41 */
+    horizon_case(2 * MS, 100 * US, 1250 * US, &h, &c, &r, &a);
+    assert_int_equal(a, GS_CC_WAIT);
+    case_queue_end = 1200 * US; /* past: from now, 1.35 + 0.02 */
+    horizon_case(2 * MS, 100 * US, 1350 * US, &h, &c, &r, &a);
+    assert_int_equal(a, GS_CC_LAUNCH);
+    case_queue_end = case_next_ns = 0;
 }
 
 /* The same in the simulation: the critical tenant's 2 ms requests with 2 ms
@@ -1942,6 +1983,7 @@ int main(void)
         cmocka_unit_test(test_guard_pause_rhythm),
         cmocka_unit_test(test_guard_holds_through_jittery_tokens),
         cmocka_unit_test(test_queue_to_the_horizon),
+        cmocka_unit_test(test_guard_fits_the_launch_itself),
         cmocka_unit_test(test_horizon_queue_keeps_requests_clear),
         cmocka_unit_test(test_rhythm_published),
         cmocka_unit_test(test_guard_holds_through_short_gaps),

@@ -1256,6 +1256,22 @@ static void test_events_paced_next_to_idle_critical(void **st)
     assert_int_equal(field(out, "mixed launched "), 4000);
     if (field(out, "then-queued-us ") > 2200)
         fail_msg("kernels of mixed lengths: %s", out);
+    long same_events = field(out, "events-recorded ");
+    /* The same lengths where the long ones are of another kind (another
+     * function, or the same at a larger grid): each kind has its own
+     * estimate, the long ones keep an event each, the short ones share one
+     * per many, and the queue stays as short: at most half the events (the
+     * plain build's runs: about 600 against 4,080). */
+    for (int k = 0; k < 2; k++) {
+        const char *kinds[] = {
+            "direct", "mixed", "4000", "2", "1000", "100", "5", "1", k ? "grid" : "function", NULL};
+        out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, NULL, kinds);
+        assert_int_equal(field(out, "mixed launched "), 4000);
+        if (field(out, "then-queued-us ") > 2200 ||
+            2 * field(out, "events-recorded ") > same_events)
+            fail_msg("kernels of two kinds (%s; one kind: %ld events): %s", kinds[8], same_events,
+                     out);
+    }
     /* Four streams taking turns: each one's launches after its last event
      * would be covered by none, so every launch keeps its event, and a launch
      * finds one 10 us kernel queued at most (paced, about 27 us and one event

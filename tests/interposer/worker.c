@@ -471,9 +471,16 @@ static int two_lengths(long n1, long us1, long n2, long us2)
  * the last `burst` take long_us and the others short_us; the most work
  * queued in front of a launch (the fake's measure, microseconds) in the
  * whole run and in its second half. With streams > 1 instead: n launches
- * of short_us taking turns over that many streams of the thread's own. */
-static int mixed(long n, long short_us, long long_us, long period, long burst, long streams)
+ * of short_us taking turns over that many streams of the thread's own. The
+ * long ones are of the same kind as the short ones (kinds "same": one
+ * function whose arguments make the difference), of another function
+ * ("function"), or of the same function at a larger grid ("grid"). */
+static int mixed(long n, long short_us, long long_us, long period, long burst, long streams,
+                 const char *kinds)
 {
+    int other_f = !strcmp(kinds, "function"), other_grid = !strcmp(kinds, "grid");
+    if (!other_f && !other_grid && strcmp(kinds, "same"))
+        return 2;
     CUstream ss[16];
     if (streams < 1 || streams > 16 || period < 1)
         return 2;
@@ -486,9 +493,12 @@ static int mixed(long n, long short_us, long long_us, long period, long burst, l
             first = fake_count("gsfake_max_queued_ns", NULL);
             (void)fake_count("gsfake_max_queued_reset", NULL);
         }
-        thread_kernel_us(streams == 1 && i % period >= period - burst ? long_us : short_us);
+        int is_long = streams == 1 && i % period >= period - burst;
+        thread_kernel_us(is_long ? long_us : short_us);
         CUstream s = streams > 1 ? ss[i % streams] : NULL;
-        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL))
+        CUfunction f = (CUfunction)(uintptr_t)(is_long && other_f ? 2 : 1);
+        unsigned grid = is_long && other_grid ? 64 : 1;
+        if (A.cuLaunchKernel(f, grid, 1, 1, 1, 1, 1, 0, s, NULL, NULL))
             return 4;
     }
     unsigned long long second = fake_count("gsfake_max_queued_ns", NULL);
@@ -1230,7 +1240,8 @@ int main(int argc, char **argv)
     if (!strcmp(s, "mixed") && argc > 8)
         return mixed(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                      strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10),
-                     strtol(argv[7], NULL, 10), strtol(argv[8], NULL, 10));
+                     strtol(argv[7], NULL, 10), strtol(argv[8], NULL, 10),
+                     argc > 9 ? argv[9] : "same");
     if (!strcmp(s, "gap-launch") && argc > 4)
         return gap_launch(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (!strcmp(s, "thread-turns") && argc > 4)
