@@ -535,6 +535,7 @@ static void cc_slow(CUstream s, uintptr_t kind)
 {
     power_tick();
     uint64_t wait, until = 0, decision = 0;
+    int depth = CRIT_QUEUED, crit = 0;
     for (int round = 0; round < 2; round++) {
         relock();
         if (round) /* the first round's launch did not happen: decided again now */
@@ -546,7 +547,7 @@ static void cc_slow(CUstream s, uintptr_t kind)
         (void)gs_cc_step(&cc.self, &io, &wait);
         until = cc.self.until;
         decision = ++cc.decisions;
-        int depth = cc.self.critical_recent ? CRIT_QUEUED_RECENT : CRIT_QUEUED;
+        depth = cc.self.critical_recent ? CRIT_QUEUED_RECENT : CRIT_QUEUED;
         atomic_store_explicit(&cc.depth, depth, memory_order_relaxed);
         uint64_t due = cc.self.horizon_ns, guard = cc.self.guard_ns;
         atomic_store_explicit(&cc.fit_by, due > guard ? due - guard : 0, memory_order_relaxed);
@@ -554,7 +555,7 @@ static void cc_slow(CUstream s, uintptr_t kind)
         if (gs_g.limits.yield == GS_YIELD_SHRINK)
             atomic_store_explicit(&cc.shrink_now, cc.self.critical_recent, memory_order_relaxed);
         pthread_mutex_unlock(&cc.lock);
-        int crit = gs_peers_any_critical();
+        crit = gs_peers_any_critical();
         /* Waiting for our queue to shrink delays the launch the step allowed:
          * then decide again, from the clock after the wait (the guard reckons
          * that a kernel starts when it is allowed). The queue is short now:
@@ -566,6 +567,10 @@ static void cc_slow(CUstream s, uintptr_t kind)
     if (cc.decisions == decision)
         atomic_store_explicit(&cc.until, until, memory_order_release);
     pthread_mutex_unlock(&cc.lock);
+    /* A kind not measured yet is measured here too (the launch path measures
+     * only launches that did not wait): the guard's fit needs its length. */
+    if (crit && depth == CRIT_QUEUED && !gs_ring_kind_ns(kind))
+        gs_ring_measure_begin(s, gs_clock_ns(), kind);
 }
 
 /* The slow path read the precise clock at now: how far behind is the coarse
@@ -635,15 +640,12 @@ static inline void cc_before(CUstream s, uintptr_t kind)
         if (GS_LIKELY(!gs_peers_any_critical()))
             return;
         int depth = atomic_load_explicit(&cc.depth, memory_order_relaxed);
-        if (!gs_ring_trim(depth, 1, kernel_seen)) {
-            if (depth != CRIT_QUEUED)
-                return;
-            /* the critical tenant idle: our launches' length; a launch that
-             * would not end by the guard's margin is decided (and held) */
-            if (cc_fits(s, kind, now)) {
+        /* A launch that would not end by the guard's margin is decided (and
+         * held); the critical tenant idle, our launches' length. */
+        if (!gs_ring_trim(depth, 1, kernel_seen) && cc_fits(s, kind, now)) {
+            if (depth == CRIT_QUEUED)
                 gs_ring_measure_begin(s, now, kind);
-                return;
-            }
+            return;
         }
     }
     cc_slow(s, kind);

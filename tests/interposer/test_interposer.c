@@ -928,7 +928,7 @@ static void test_best_effort_yields_to_critical(void **st)
  * without green contexts, or when the green stream refuses a kernel, it falls
  * back to its own stream and says so. (What the SMs do is measured on the
  * H200: bench/archive/green_ctx_probe.cu.) */
-enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE };
+enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE, CRIT_IDLE_AT };
 
 /* args run in s while stamp(arg) plays a peer every 10 ms (its ledger's
  * stamps kept fresh), until the worker ends; what it printed. */
@@ -999,6 +999,9 @@ static void crit_stamp(void *arg)
  * guard_us; and the rhythm the critical one publishes (its crit_rhythm word). */
 static unsigned next_power_guard;
 static uint64_t next_guard_us, next_rhythm;
+/* CRIT_IDLE_AT: its last request seen finished at this time (CLOCK_MONOTONIC),
+ * and no other. */
+static uint64_t next_idle_at;
 
 static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_state critical,
                                              const char *extra_env, const char *const *args)
@@ -1030,7 +1033,9 @@ static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_stat
      * the worker's clock read) so that a short stall of this loop does not
      * matter; far ahead would not be believed. */
     const uint64_t ahead = 50ull * 1000 * 1000;
-    uint64_t finished = critical == CRIT_JUST_IDLE ? mono() + ahead : launched + 1;
+    uint64_t finished = critical == CRIT_JUST_IDLE ? mono() + ahead
+                        : critical == CRIT_IDLE_AT ? next_idle_at
+                                                   : launched + 1;
     atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : finished);
     atomic_store(&cl->crit_rhythm, next_rhythm);
     struct crit_stamps cs = {cl, critical, ahead};
@@ -1183,6 +1188,48 @@ static void test_queue_reaches_to_the_horizon(void **st)
         fail_msg("a rhythm of 40 ms gaps published, just idle: %s", out);
 #endif
     next_guard_us = 0;
+}
+
+/* The guard fitted to the launch, through the interposer: a critical tenant
+ * whose last request finished at a known time and that publishes gaps of
+ * 200 ms, so its next request is due 200 ms later; B's guard 600 us. B
+ * launches a 2 ms kernel of one function (measured), then 20 us kernels of
+ * another without a break, and 1 ms before the guard's margin one more of
+ * the 2 ms ones: the 20 us kernels fit to the margin, the long one does not
+ * and is held until the guard lets go past the due time (its recent
+ * estimate, the short ones', would have let it run 1 ms into the margin). */
+static void test_guard_fits_the_launch_through_the_interposer(void **st)
+{
+    (void)st;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    print_message("not under a sanitizer: its host is slower than the 20 us kernels\n");
+#else
+    next_guard_us = 600;
+    next_rhythm = 200000ull << 32 | 200000; /* 200 ms gaps, in us */
+    long end_past = 0, start_past = 0;
+    const char *out = NULL;
+    for (int run = 0; run < 3; run++) { /* a worker that started too late runs again */
+        next_idle_at = mono() + 40ull * 1000 * 1000;
+        char due[32];
+        snprintf(due, sizeof due, "%llu",
+                 (unsigned long long)(next_idle_at + 200ull * 1000 * 1000));
+        const char *args[] = {"direct", "fit", due, "600", "20", "2000", NULL};
+        out = run_next_to_critical_args(GS_YIELD_GATE, CRIT_IDLE_AT, NULL, args);
+        const char *line = strstr(out, "fit launched ");
+        long launched = 0;
+        if (line &&
+            sscanf(line, "fit launched %ld long-end-past-margin-us %ld long-start-past-due-us %ld",
+                   &launched, &end_past, &start_past) == 3)
+            break;
+        if (!strstr(out, "fit late"))
+            fail_msg("fit: %s", out);
+    }
+    next_rhythm = next_guard_us = next_idle_at = 0;
+    if (!strstr(out, "fit launched "))
+        fail_msg("the worker never started in time: %s", out);
+    if (end_past > 100 && start_past < 0)
+        fail_msg("a 2 ms kernel ran %ld us into the guard's margin: %s", end_past, out);
+#endif
 }
 
 /* The pace the interposer logged first ("an event per N launches (X us of
@@ -1863,6 +1910,7 @@ int main(void)
         cmocka_unit_test(test_capture_untouched),
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
         cmocka_unit_test(test_queue_reaches_to_the_horizon),
+        cmocka_unit_test(test_guard_fits_the_launch_through_the_interposer),
         cmocka_unit_test(test_events_paced_next_to_idle_critical),
         cmocka_unit_test(test_peers_read_sparingly_next_to_critical),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),

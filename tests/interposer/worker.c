@@ -677,6 +677,49 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+/* Beside a critical tenant whose next request is due at due_ns (CLOCK_MONOTONIC),
+ * with a guard of guard_us: one kernel of long_us (its own function, so
+ * that it is measured) at once, then short_us kernels of another without
+ * a break until 5 ms past the due time, and, 1 ms before the guard's margin,
+ * one more long one. Where that one ran on the fake's GPU (each kernel from
+ * the later of its launch's return and the previous one's end), against the
+ * margin and the due time, in us (negative: before). */
+static int fit_run(uint64_t due_ns, long guard_us, long short_us, long long_us)
+{
+    uint64_t margin = due_ns - (uint64_t)guard_us * 1000, busy = 0, start = 0, end = 0;
+    thread_kernel_us(long_us);
+    if (A.cuLaunchKernel((CUfunction)2, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) ||
+        A.cuCtxSynchronize())
+        return 4;
+    if (now_ns() + 1000ull * 1000 > margin) {
+        printf("fit late by %lld us\n", (long long)(now_ns() - margin) / 1000);
+        return 0;
+    }
+    long launched = 1;
+    int long_done = 0;
+    for (uint64_t t = now_ns(); t < due_ns + 5000ull * 1000; t = now_ns()) {
+        int is_long = !long_done && t + 1000ull * 1000 >= margin;
+        thread_kernel_us(is_long ? long_us : short_us);
+        if (A.cuLaunchKernel((CUfunction)(uintptr_t)(is_long ? 2 : 1), 1, 1, 1, 1, 1, 1, 0, NULL,
+                             NULL, NULL))
+            return 4;
+        uint64_t back = now_ns();
+        uint64_t from = busy > back ? busy : back;
+        busy = from + (uint64_t)(is_long ? long_us : short_us) * 1000;
+        if (is_long) {
+            start = from;
+            end = busy;
+            long_done = 1;
+        }
+        launched++;
+    }
+    A.cuCtxSynchronize();
+    printf("fit launched %ld long-end-past-margin-us %lld long-start-past-due-us %lld\n", launched,
+           ((long long)end - (long long)margin) / 1000,
+           ((long long)start - (long long)due_ns) / 1000);
+    return 0;
+}
+
 /* n launches on the NULL stream, each after gap_us on the CPU (the
  * interposer's decision beside a critical tenant, 50 us long, has ended by
  * then): the read system calls made meanwhile (-1: not counted), and how
@@ -1242,6 +1285,9 @@ int main(int argc, char **argv)
                      strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10),
                      strtol(argv[7], NULL, 10), strtol(argv[8], NULL, 10),
                      argc > 9 ? argv[9] : "same");
+    if (!strcmp(s, "fit") && argc > 6)
+        return fit_run(strtoull(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
+                       strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10));
     if (!strcmp(s, "gap-launch") && argc > 4)
         return gap_launch(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (!strcmp(s, "thread-turns") && argc > 4)
