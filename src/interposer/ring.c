@@ -569,8 +569,8 @@ void gs_ring_record(CUstream s, enum gs_ring_mode mode, uintptr_t kind)
             ? !due(s, atomic_load_explicit(&ring.every, memory_order_relaxed), 0, 0, &work)
             : mode == GS_RING_CRIT_IDLE && !crit_idle_due(s, launch, kind, &work))
         return;
-    if (mode == GS_RING_CRIT)
-        work = kind_est(kind);
+    if (mode != GS_RING_CRIT_IDLE) /* (SHARE's events: not expected to take any time known) */
+        work = mode == GS_RING_CRIT ? kind_est(kind) : 0;
     if (mode == GS_RING_SHARE)
         (void)gs_ring_bound(s);
     CUstreamCaptureMode cmode;
