@@ -281,26 +281,38 @@ static __thread struct {
 } thread_streams[THREAD_STREAMS] __attribute__((tls_model("initial-exec")));
 static __thread unsigned thread_nstreams __attribute__((tls_model("initial-exec")));
 
+/* s's entry in the thread's table (the legacy stream's two names one), -1
+ * if it has none. */
+static int thread_stream(CUstream s)
+{
+    if (s == CU_STREAM_LEGACY)
+        s = NULL;
+    unsigned n = thread_nstreams < THREAD_STREAMS ? thread_nstreams : THREAD_STREAMS;
+    for (unsigned i = 0; i < n; i++)
+        if (thread_streams[i].s == s)
+            return (int)i;
+    return -1;
+}
+
 /* Whether this launch on s records: the every-th launch since the last
  * event; or, where cover is set (next to an idle critical tenant), the one
  * whose GPU time, est, brings the work since the last to cover (or the
  * CRIT_EVERY_MAX-th): then that work, in *work. */
 static int due(CUstream s, unsigned every, uint64_t est, uint64_t cover, uint64_t *work)
 {
+    int at = thread_stream(s);
+    if (at >= 0) {
+        unsigned since = ++thread_streams[at].since;
+        if (cover ? (thread_streams[at].work += est) < cover && since < CRIT_EVERY_MAX
+                  : since < every)
+            return 0;
+        *work = thread_streams[at].work;
+        thread_streams[at].since = 0;
+        thread_streams[at].work = 0;
+        return 1;
+    }
     if (s == CU_STREAM_LEGACY)
         s = NULL;
-    unsigned n = thread_nstreams < THREAD_STREAMS ? thread_nstreams : THREAD_STREAMS;
-    for (unsigned i = 0; i < n; i++)
-        if (thread_streams[i].s == s) {
-            unsigned since = ++thread_streams[i].since;
-            if (cover ? (thread_streams[i].work += est) < cover && since < CRIT_EVERY_MAX
-                      : since < every)
-                return 0;
-            *work = thread_streams[i].work;
-            thread_streams[i].since = 0;
-            thread_streams[i].work = 0;
-            return 1;
-        }
     unsigned i = thread_nstreams++ % THREAD_STREAMS;
     thread_streams[i].s = s;
     thread_streams[i].since = 0;
@@ -411,13 +423,8 @@ uint64_t gs_ring_kind_ns(uintptr_t kind)
 uint64_t gs_ring_ahead_ns(CUstream s)
 {
     uint64_t ahead = atomic_load_explicit(&ring.queued, memory_order_relaxed);
-    if (s == CU_STREAM_LEGACY)
-        s = NULL;
-    unsigned n = thread_nstreams < THREAD_STREAMS ? thread_nstreams : THREAD_STREAMS;
-    for (unsigned i = 0; i < n; i++)
-        if (thread_streams[i].s == s)
-            return ahead + thread_streams[i].work;
-    return ahead;
+    int at = thread_stream(s);
+    return at >= 0 ? ahead + thread_streams[at].work : ahead;
 }
 
 void gs_ring_cover(uint64_t cover_ns)
