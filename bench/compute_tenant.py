@@ -88,6 +88,7 @@ def phases():
 if args.schedule and args.mode == "hog":
     step, unit, per_step = best_effort_job(torch, args.job, size=args.size, group=args.group,
                                            train_batch=args.train_batch)
+    out["ready_at"] = time.time()  # set up (the job built): against --start, how late it began
     out["phases"] = []
     for ph in phases():
         counted, t_from = 0, ph["t0"] + args.skip
@@ -113,6 +114,7 @@ elif args.schedule:
             request()
         torch.cuda.synchronize()
         out.update(desc)
+        out["ready_at"] = time.time()
         for ph in phases():
             if args.no_gc:
                 gc.collect()

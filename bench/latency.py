@@ -253,7 +253,11 @@ def run_config(name, lead):
     late = [p["tag"] for p in ra["phases"] if not p["lat_ms"]]
     res = {"span_s": span, "phases": [[p["tag"], round(p["t0"], 3), round(p["t1"], 3)] for p in sa],
            "b_alone": [b_rate(p) for p in rb["phases"] if p["tag"].startswith("B@")],
-           "thinks": {}, "empty_phases": late, "interposer_said": {"A": said[0], "B": said[1]}}
+           "thinks": {}, "empty_phases": late, "interposer_said": {"A": said[0], "B": said[1]},
+           # seconds after the schedule's start each tenant was set up (model, job, warm-up):
+           # above 0 it missed phases (an empty one, a B-alone phase at 0)
+           "ready_late_s": {k: round(r["ready_at"] - start, 2) for k, r in (("A", ra), ("B", rb))
+                            if "ready_at" in r}}
     if smi is not None:
         res["smi"] = smi
     for t in [float(x) for x in args.thinks.split(",")]:

@@ -9,6 +9,7 @@ throughput while A runs against native B alone. A file without a native variant 
 the native reference of another file with the same batch and think time (marked *).
 """
 import json
+import os
 import statistics
 import sys
 
@@ -41,6 +42,22 @@ def b_label(r):
     return f"gemm {r.get('size')}" + (f" x{r.get('b_group')}" if r.get("b_group", 4) != 4 else "")
 
 
+def short(c):
+    """Why a variant's phases measured less than they say ('' where nothing): a tenant still
+    setting up when the schedule began leaves phases empty and B-alone phases at 0, and
+    the busy start-up it catches up with lands in the phases after."""
+    why = []
+    if c.get("empty_phases"):
+        why.append(f"{len(c['empty_phases'])} empty phase(s)")
+    late = {k: v for k, v in c.get("ready_late_s", {}).items() if v > 0}
+    if late:
+        why.append("set up " + ", ".join(f"{k} {v:.1f} s" for k, v in sorted(late.items()))
+                   + " after the start")
+    elif c.get("b_alone") and min(c["b_alone"]) == 0:
+        why.append("a B-alone phase at 0")
+    return "; ".join(why)
+
+
 def cells(paths):
     """One dict per (file, variant, think time) with the ratios the table shows, and B's
     native solo rate they are against."""
@@ -71,7 +88,8 @@ def cells(paths):
                     "p99_own": v["with_b"]["p99"] / v["alone"]["p99"] if v["alone"]["p99"] else nan,
                     "p99_native": v["with_b"]["p99"] / ref if ref else nan, "native_elsewhere": src != path,
                     "p50_own": v["with_b"]["p50"] / v["alone"]["p50"] if v["alone"].get("p50") else nan,
-                    "b_fraction": v["b_rate"] / b_refs[bkey(r)] if bkey(r) in b_refs else nan})
+                    "b_fraction": v["b_rate"] / b_refs[bkey(r)] if bkey(r) in b_refs else nan,
+                    "short": short(c)})
     b_ref = next(iter(b_refs.items())) if len(b_refs) == 1 else None  # (bkey, rate)
     return out, b_ref, any(r.get("graph") for _, r in runs)
 
@@ -89,9 +107,15 @@ if __name__ == "__main__":
     print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if more else ""))
     for c in sorted(rows, key=lambda x: (x["workloads"], -x["batch"], x["think"], x["variant"])):
         mark = "*" if c["native_elsewhere"] else ""
-        print(f"| {c['batch']} | {c['variant']} | {c['think_label']} | {c['busy']:.2f} | {c['p99_alone']:.2f} "
+        print(f"| {c['batch']} | {c['variant']}{' !' if c['short'] else ''} | {c['think_label']} | {c['busy']:.2f} | {c['p99_alone']:.2f} "
               f"| {c['p99_with_b']:.2f} | {c['p99_own']:.2f} | {c['p99_native']:.2f}{mark} | {c['p50_own']:.2f} "
               f"| {c['b_fraction']:.2f} |" + (f" {c['workloads']} |" if more else ""))
+    shorts = sorted({(c["variant"], c["path"], c["short"]) for c in rows if c["short"]})
+    if shorts:
+        print("\nVariants marked ! started late (raise --lead): their rows measure fewer requests, "
+              "and the phases after the late start carry its load:")
+        for name, path, why in shorts:
+            print(f"- {name} ({os.path.basename(path)}): {why}")
     if any(c["think_label"].startswith("~") for c in rows):
         print("\nThink times marked ~ are drawn from an exponential distribution with that mean "
               "(requests at random).")

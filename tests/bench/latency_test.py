@@ -24,7 +24,7 @@ limits = os.path.join(os.environ.get("GPUSLICE_STATE_DIR", "/nonexistent"), "lim
 with open(os.path.join(os.environ["GS_STANDIN_LOG"], mode + "-" + str(os.getpid())), "w") as f:
     json.dump({"argv": args, "now": time.time(),
                "limits": open(limits).read() if os.path.exists(limits) else ""}, f)
-out = {"mode": mode, "phases": []}
+out = {"mode": mode, "phases": [], "ready_at": time.time()}
 for ph in json.load(open(opt("--schedule"))):
     if not ph["on"]:
         continue
@@ -147,8 +147,33 @@ def check(d):
          "the table gives B alone per variant against native, by size and group", tab.stdout)
     t.ok("A / B" not in tab.stdout, "no workload column where A and B are the ResNet-50 and the GEMM loop",
          tab.stdout)
+    late = [c.get("ready_late_s", {}) for c in r["configs"].values()]
+    t.ok(all(set(x) == {"A", "B"} and all(v <= 0 for v in x.values()) for x in late),
+         "each variant says when each tenant was set up against the schedule's start (here before)", late)
+    t.ok(" !" not in first and "started late" not in tab.stdout, "no variant marked late", tab.stdout)
+    late_start(t, d, r)
     other_workloads(t, d, env, wrapper, out, logs)
     return t.done()
+
+
+def late_start(t, d, r):
+    """A variant whose tenant was set up after the schedule began (empty phases, B at 0 in its
+    first phase) is marked in the table, with why; the others are not."""
+    c = r["configs"]["gs_guard600p400"]
+    c["empty_phases"] = ["A@0"]
+    c["ready_late_s"] = {"A": 2.5, "B": -1.0}
+    c["b_alone"][0] = 0.0
+    path = os.path.join(d, "late.json")
+    with open(path, "w") as f:
+        json.dump(r, f)
+    tab = subprocess.run([sys.executable, os.path.join(SRC, "bench", "latency_table.py"), path],
+                         capture_output=True, text=True, timeout=60)
+    rows = [x for x in tab.stdout.splitlines() if x.startswith("| 8 |")]
+    marked = [x for x in rows if " ! |" in x]
+    t.ok(tab.returncode == 0 and len(marked) == 2 and all("gs_guard600p400 !" in x for x in marked),
+         "the late variant's rows are marked, no other", tab.stdout + tab.stderr)
+    t.ok("- gs_guard600p400 (late.json): 1 empty phase(s); set up A 2.5 s after the start" in tab.stdout
+         and "raise --lead" in tab.stdout, "the table says why and what to do", tab.stdout)
 
 
 def other_workloads(t, d, env, wrapper, first, logs):
