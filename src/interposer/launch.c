@@ -236,24 +236,46 @@ static void relock(void)
         pthread_cond_wait(&cc.drain_over, &cc.lock);
 }
 
-/* Our kernels' duration, for the guard: from the launch of one that had
- * nothing of ours before it to when a wait saw it finished (a sleep poll
- * adds its interval: it errs long, where the guard is safe), kept only when
- * no critical tenant's work can have run beside it (their stamps, read now:
- * a pread per peer, on a path that is waiting anyway). */
-static void kernel_seen(uint64_t start, uint64_t end)
+/* Under cc.lock: whether no critical tenant's work can have run beside ours
+ * between start and end (their stamps, read now: a pread per peer, on a
+ * path that is waiting anyway). */
+static int alone_under_lock(uint64_t start, uint64_t end)
 {
     struct gs_cc_tenant t[GS_CC_MAX_TENANTS];
     int self = 0;
-    pthread_mutex_lock(&cc.lock);
     int n = gs_peers_view(t, &self, end); /* a dead critical tenant reads as not alive */
     int clean = 1;
     for (int i = 0; i < n && clean; i++)
         clean = i == self || !t[i].critical || !t[i].alive ||
                 gs_cc_kernel_sample_clean(start, t[i].crit_launch_ns, t[i].crit_idle_ns);
-    if (clean)
+    return clean;
+}
+
+/* Our kernels' duration, for the guard: from the launch of one that had
+ * nothing of ours before it to when a wait saw it finished (a sleep poll
+ * adds its interval: it errs long, where the guard is safe), kept only when
+ * we ran alone. */
+static void kernel_seen(uint64_t start, uint64_t end)
+{
+    pthread_mutex_lock(&cc.lock);
+    if (alone_under_lock(start, end))
         cc.self.kernel_ns = gs_cc_kernel_estimate(cc.self.kernel_ns, end - start);
     pthread_mutex_unlock(&cc.lock);
+}
+
+/* A launch's measured GPU time (ring.c's per-kind pace and the guard's fit)
+ * by the same rule: a sample that would lengthen its kind's estimate counts
+ * only where no critical tenant ran beside it. Time-sliced beside a
+ * critical request, our kernel's time holds the request's: learned, its
+ * kind would not fit the critical tenant's gaps, never run, and never be
+ * measured again (the whole job held while the critical tenant keeps its
+ * rhythm). */
+static int alone_between(uint64_t from, uint64_t to)
+{
+    pthread_mutex_lock(&cc.lock);
+    int clean = alone_under_lock(from, to);
+    pthread_mutex_unlock(&cc.lock);
+    return clean;
 }
 
 /* The guard says what it does: when it first holds a
@@ -534,6 +556,7 @@ static const struct gs_cc_io io = {
 static void cc_slow(CUstream s, uintptr_t kind)
 {
     power_tick();
+    gs_ring_judge(alone_between);
     uint64_t wait, until = 0, decision = 0;
     int depth = CRIT_QUEUED, crit = 0;
     for (int round = 0; round < 2; round++) {

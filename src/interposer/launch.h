@@ -80,6 +80,16 @@ void gs_ring_cover(uint64_t cover_ns);
  * launches since the last (launches of kinds not measured count for
  * nothing). */
 uint64_t gs_ring_kind_ns(uintptr_t kind);
+
+/* Whether a GPU time measured between from and to is ours alone: no
+ * latency-critical tenant ran beside it. Called without ring.lock. */
+typedef int gs_ring_clean_fn(uint64_t from, uint64_t to);
+
+/* A measure that would lengthen its kind's estimate waits for this: learned
+ * where clean says no critical tenant ran beside it, else dropped (its kind
+ * keeps what it had, or is measured again). Nothing to do, one atomic load.
+ * Call without cc.lock. */
+void gs_ring_judge(gs_ring_clean_fn *clean);
 uint64_t gs_ring_ahead_ns(CUstream s);
 /* Launches gs_ring_record has seen, in all. */
 uint64_t gs_ring_launches(void);

@@ -168,8 +168,14 @@ static struct {
         uint64_t began; /* when the one in state 1 began */
         uintptr_t kind;
         uint64_t floor_ns, floor_at; /* a long wait's time per launch, and when */
+        /* A sample that would lengthen its kind's estimate, taken between
+         * from and to, until gs_ring_judge has asked whether a critical
+         * tenant ran beside it (ring.pending set). */
+        uintptr_t pend_kind;
+        uint64_t pend_ns, pend_from, pend_to;
     } m;
     _Atomic uint64_t m_next, m_block;
+    _Atomic int pending;
 } ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START, .cover = CRIT_COVER_NS};
 
 /* Under ring.lock. The oldest outstanding event (of stream k; NULL: of any),
@@ -522,8 +528,41 @@ static void measure_read(uint64_t now)
         return;
     measure_later(0);
     atomic_store_explicit(&ring.m_next, now + MEASURE_GAP_NS, memory_order_relaxed);
-    if (rc == CUDA_SUCCESS && ms >= 0)
-        kind_learn(ring.m.kind, (uint64_t)((double)ms * 1e6) + 1, now);
+    if (rc != CUDA_SUCCESS || ms < 0)
+        return;
+    uint64_t sample = (uint64_t)((double)ms * 1e6) + 1, was = kind_est(ring.m.kind);
+    if (was && sample <= was) { /* a shorter one: our own time was at most that */
+        kind_learn(ring.m.kind, sample, now);
+        return;
+    }
+    /* A longer one may hold a critical request's time: time-sliced beside
+     * it, our kernel took longer. Learned by gs_ring_judge if none ran. */
+    ring.m.pend_kind = ring.m.kind;
+    ring.m.pend_ns = sample;
+    ring.m.pend_from = ring.m.began;
+    ring.m.pend_to = now;
+    atomic_store_explicit(&ring.pending, 1, memory_order_release);
+}
+
+void gs_ring_judge(gs_ring_clean_fn *clean)
+{
+    if (GS_LIKELY(!atomic_load_explicit(&ring.pending, memory_order_acquire)))
+        return;
+    pthread_mutex_lock(&ring.lock);
+    int had = atomic_exchange_explicit(&ring.pending, 0, memory_order_relaxed);
+    uintptr_t kind = ring.m.pend_kind;
+    uint64_t ns = ring.m.pend_ns, from = ring.m.pend_from, to = ring.m.pend_to;
+    pthread_mutex_unlock(&ring.lock);
+    /* (clean takes the compute controller's lock: never with ring.lock) */
+    if (had && clean(from, to)) {
+        pthread_mutex_lock(&ring.lock);
+        kind_learn(kind, ns, gs_clock_ns());
+        pthread_mutex_unlock(&ring.lock);
+    } else if (had) {
+        GS_LOGD("a launch measured at %.1f us is not learned: a latency-critical tenant ran "
+                "beside it",
+                (double)ns / 1e3);
+    }
 }
 
 /* CRIT_IDLE, a launch on s, the launches-th: whether several streams take
@@ -841,6 +880,7 @@ void gs_ring_after_fork(void)
     }
     atomic_store(&ring.n, 0);
     atomic_store(&ring.queued, 0);
+    atomic_store(&ring.pending, 0);
     ring.recorded = 0;
     ring.rec_launches = 0;
     atomic_store(&ring.launches, 0);

@@ -928,7 +928,7 @@ static void test_best_effort_yields_to_critical(void **st)
  * without green contexts, or when the green stream refuses a kernel, it falls
  * back to its own stream and says so. (What the SMs do is measured on the
  * H200: bench/archive/green_ctx_probe.cu.) */
-enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE, CRIT_IDLE_AT };
+enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE, CRIT_IDLE_AT, CRIT_SHORT_REQUESTS };
 
 /* args run in s while stamp(arg) plays a peer every 10 ms (its ledger's
  * stamps kept fresh), until the worker ends; what it printed. */
@@ -994,6 +994,11 @@ static void crit_stamp(void *arg)
         atomic_store(&c->l->crit_launch_ns, mono());
     if (c->state == CRIT_JUST_IDLE)
         atomic_store(&c->l->crit_idle_ns, mono() + c->ahead);
+    if (c->state == CRIT_SHORT_REQUESTS) { /* one of 1 us at every stamp */
+        uint64_t now = mono();
+        atomic_store(&c->l->crit_launch_ns, now - 1000);
+        atomic_store(&c->l->crit_idle_ns, now);
+    }
 }
 /* The best-effort slice's power_guard in the next run_next_to_critical*; its
  * guard_us; and the rhythm the critical one publishes (its crit_rhythm word). */
@@ -1033,9 +1038,10 @@ static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_stat
      * the worker's clock read) so that a short stall of this loop does not
      * matter; far ahead would not be believed. */
     const uint64_t ahead = 50ull * 1000 * 1000;
-    uint64_t finished = critical == CRIT_JUST_IDLE ? mono() + ahead
-                        : critical == CRIT_IDLE_AT ? next_idle_at
-                                                   : launched + 1;
+    uint64_t finished = critical == CRIT_JUST_IDLE        ? mono() + ahead
+                        : critical == CRIT_IDLE_AT        ? next_idle_at
+                        : critical == CRIT_SHORT_REQUESTS ? mono()
+                                                          : launched + 1;
     atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : finished);
     atomic_store(&cl->crit_rhythm, next_rhythm);
     struct crit_stamps cs = {cl, critical, ahead};
@@ -1155,7 +1161,7 @@ static void test_queue_behind_running_kernel_next_to_critical(void **st)
  * best-effort tenant with the guard, next to a critical tenant that has just
  * finished a request, keeps nothing queued behind its running kernel (the
  * linger) while the critical one publishes no rhythm; where it publishes gaps
- * of 40 ms, its next request is due far ahead, and the queue reaches towards
+ * of 200 ms, its next request is due far ahead, and the queue reaches towards
  * it: each event covers up to 1 ms of the 20 us kernels once they are
  * measured, not the default 50 us (at most about 6 queued: 2 events of 2-3
  * launches). The pace needs a measure, which begins only at a launch that did
@@ -1175,17 +1181,20 @@ static void test_queue_reaches_to_the_horizon(void **st)
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     /* (Not under a sanitizer: its host is slower than these kernels, and no
      * queue builds whatever the bound; the rule is tested in virtual time.) */
-    next_rhythm = 40000ull << 32 | 40000; /* 40 ms gaps, in us */
+    next_rhythm = 200000ull << 32 | 200000; /* 200 ms gaps, in us */
     long most = 0;
     for (int run = 0; run < 3 && most < 16; run++) {
-        out =
-            run_next_to_critical_args(GS_YIELD_GATE, CRIT_JUST_IDLE, "GS_FAKE_KERNEL_US=20", args);
+        /* (its last request finished as the run begins, just after its last
+         * launch, and no other: a request finishing during a measure would
+         * keep it from being learned) */
+        next_idle_at = mono() + 2ull * 1000 * 1000;
+        out = run_next_to_critical_args(GS_YIELD_GATE, CRIT_IDLE_AT, "GS_FAKE_KERNEL_US=20", args);
         assert_int_equal(field(out, "launched "), 1000);
         most = field(out, "max-queued ");
     }
-    next_rhythm = 0;
+    next_rhythm = next_idle_at = 0;
     if (most < 16)
-        fail_msg("a rhythm of 40 ms gaps published, just idle: %s", out);
+        fail_msg("a rhythm of 200 ms gaps published, idle: %s", out);
 #endif
     next_guard_us = 0;
 }
@@ -1230,6 +1239,40 @@ static void test_guard_fits_the_launch_through_the_interposer(void **st)
     if (end_past > 100 && start_past < 0)
         fail_msg("a 2 ms kernel ran %ld us into the guard's margin: %s", end_past, out);
 #endif
+}
+
+/* A kind's GPU time is learned only from a measure no critical request ran
+ * beside (where it would lengthen the estimate): time-sliced beside one, our
+ * kernel's time holds the request's, and a kind learned that long would not
+ * fit the critical tenant's gaps, never run, never be measured again. 30 ms
+ * kernels of one function: beside a critical tenant idle for a second the
+ * first measure is learned (about 30,000 us a launch); beside one whose 1 us
+ * requests come every 10 ms (each 30 ms kernel has one beside it) none is:
+ * each is dropped, said at debug level. Measures begin only while the
+ * critical tenant has been idle longer than its linger (5 ms): up to three
+ * runs for one that measured. */
+static long logged_pace(const char *out, long *per_ns, long *most);
+static void test_kind_learned_only_alone(void **st)
+{
+    (void)st;
+    const char *args[] = {"direct", "launch", "12", NULL};
+    const char *env = "GS_FAKE_KERNEL_US=30000 GPUSLICE_LOG_LEVEL=debug";
+    const char *out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, env, args);
+    assert_int_equal(field(out, "launched "), 12);
+    long per = 0, most = 0;
+    if (!logged_pace(out, &per, &most) || per < 25000000)
+        fail_msg("alone: the 30 ms kind not learned (%ld ns): %s", per, out);
+    int dropped = 0;
+    for (int run = 0; run < 3 && !dropped; run++) {
+        out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_SHORT_REQUESTS, env, args);
+        assert_int_equal(field(out, "launched "), 12);
+        per = 0;
+        if (logged_pace(out, &per, &most) && per > 2000000)
+            fail_msg("a %ld ns measure learned with critical requests beside it: %s", per, out);
+        dropped = strstr(out, "is not learned: a latency-critical tenant ran beside it") != NULL;
+    }
+    if (!dropped)
+        fail_msg("no measure made beside the critical requests in three runs: %s", out);
 }
 
 /* The pace the interposer logged first ("an event per N launches (X us of
@@ -1923,6 +1966,7 @@ int main(void)
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
         cmocka_unit_test(test_queue_reaches_to_the_horizon),
         cmocka_unit_test(test_guard_fits_the_launch_through_the_interposer),
+        cmocka_unit_test(test_kind_learned_only_alone),
         cmocka_unit_test(test_events_paced_next_to_idle_critical),
         cmocka_unit_test(test_peers_read_sparingly_next_to_critical),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
