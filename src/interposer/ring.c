@@ -173,6 +173,7 @@ static struct {
          * tenant ran beside it (ring.pending set). */
         uintptr_t pend_kind;
         uint64_t pend_ns, pend_from, pend_to;
+        unsigned forgets; /* kinds_forget's calls: a sample judged across one is dropped */
     } m;
     _Atomic uint64_t m_next, m_block;
     _Atomic int pending;
@@ -379,10 +380,13 @@ static void kind_set(uintptr_t kind, uint64_t est_ns)
     atomic_store_explicit(&ring.kinds[at], e, memory_order_relaxed);
 }
 
+/* Under ring.lock (or alone, at a fork). */
 static void kinds_forget(void)
 {
     for (unsigned i = 0; i < KINDS; i++)
         atomic_store_explicit(&ring.kinds[i], 0, memory_order_relaxed);
+    ring.m.forgets++;
+    atomic_store_explicit(&ring.pending, 0, memory_order_relaxed);
 }
 
 /* The estimate after a measure of sample_ns: it moves a quarter of the way
@@ -552,11 +556,13 @@ void gs_ring_judge(gs_ring_clean_fn *clean)
     int had = atomic_exchange_explicit(&ring.pending, 0, memory_order_relaxed);
     uintptr_t kind = ring.m.pend_kind;
     uint64_t ns = ring.m.pend_ns, from = ring.m.pend_from, to = ring.m.pend_to;
+    unsigned forgets = ring.m.forgets;
     pthread_mutex_unlock(&ring.lock);
     /* (clean takes the compute controller's lock: never with ring.lock) */
     if (had && clean(from, to)) {
         pthread_mutex_lock(&ring.lock);
-        kind_learn(kind, ns, gs_clock_ns());
+        if (ring.m.forgets == forgets) /* else its context ended meanwhile */
+            kind_learn(kind, ns, gs_clock_ns());
         pthread_mutex_unlock(&ring.lock);
     } else if (had) {
         GS_LOGD("a launch measured at %.1f us is not learned: a latency-critical tenant ran "
