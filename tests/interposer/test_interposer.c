@@ -1792,14 +1792,16 @@ static void test_every_stream_gets_events(void **st)
     assert_int_equal(field(out, "second-context launched "), 200);
     if (field(out, "max-queued ") > 40 || field(out, "events-made ") < 2)
         fail_msg("the second context's queue: want events of its own, 40 kernels at most: %s", out);
-    /* The slots are shared: 10 threads, each with one kernel of 100 ms on
+    /* The slots are shared: 10 threads, each with one kernel of 1 s on
      * each of 4 streams of its own, want an event after each (a thread's
      * first launch on a stream records, however the events are paced), 40
      * in all, one on a stream. The 33rd waits for the oldest of all, which
-     * does not finish within the wait's 50 ms: said. (With 13 launches on
+     * does not finish within the wait's 50 ms: said. (With kernels of
+     * 100 ms, a TSan run whose threads took over 50 ms to make the first 32
+     * launches saw the oldest finish within the wait. With 13 launches on
      * one stream each, a window that ended during them paced the events to
      * one per 13, and the slots were never all taken.) */
-    const char *pool_args[] = {"direct", "fill-pool", "10", "4", "100000", NULL};
+    const char *pool_args[] = {"direct", "fill-pool", "10", "4", "1000000", NULL};
     out = run(&s, "GPUSLICE_LOG_LEVEL=debug", pool_args);
     assert_int_equal(field(out, "pool launched "), 40);
     if (!strstr(out, "did not finish in 50 ms"))
