@@ -97,6 +97,12 @@ ap.add_argument("--lead", type=float, default=10.0, help="seconds for both tenan
 ap.add_argument("--first-lead", type=float,
                 help="the same for the first variant, whose tenants start from a cold disk cache (default: "
                 "--lead + 10; with --lead 10 alone the first variant lost its first A phases in 2 of 5 runs)")
+ap.add_argument("--logs", metavar="DIR",
+                help="keep each tenant's whole stderr (the interposer's log) as DIR/VARIANT.A.log and "
+                ".B.log (the JSON keeps a few lines of it)")
+ap.add_argument("--b-log-level", choices=["error", "warn", "info", "debug"],
+                help="GPUSLICE_LOG_LEVEL of B in the gpuslice variants (default: info; debug says what "
+                "B's pace learned, e.g. each kind of launch's GPU time, best with --logs)")
 ap.add_argument("--smi", action="store_true",
                 help="sample the GPU's SM clock and power every 50 ms (nvidia-smi) and give their "
                 "medians per phase kind: does B's load slow A down through the clock?")
@@ -235,10 +241,16 @@ def run_config(name, lead):
         env.update(extra_env)
         if gs is not None:  # the interposer says which yield it ended up using (shrink may fall back)
             env.setdefault("GPUSLICE_LOG_LEVEL", "info")
+            if mode == "hog" and args.b_log_level:
+                env["GPUSLICE_LOG_LEVEL"] = args.b_log_level
         procs.append(start_tenant(cmd, env))
     outs, said = [], []
     for p in procs:
         o, err = finish_tenant(p, lead + span + 120)
+        if args.logs:
+            os.makedirs(args.logs, exist_ok=True)
+            with open(os.path.join(args.logs, f"{name}.{'AB'[len(outs)]}.log"), "w") as f:
+                f.write(err)
         line = [x for x in o.splitlines() if x.startswith("{")]
         outs.append(json.loads(line[-1]) if line else {"error": err[-1500:]})
         said.append([x[:300] for x in err.splitlines()

@@ -22,8 +22,9 @@ mode = args[0]
 opt = lambda name: args[args.index(name) + 1] if name in args else None
 limits = os.path.join(os.environ.get("GPUSLICE_STATE_DIR", "/nonexistent"), "limits")
 with open(os.path.join(os.environ["GS_STANDIN_LOG"], mode + "-" + str(os.getpid())), "w") as f:
-    json.dump({"argv": args, "now": time.time(),
+    json.dump({"argv": args, "now": time.time(), "log_level": os.environ.get("GPUSLICE_LOG_LEVEL"),
                "limits": open(limits).read() if os.path.exists(limits) else ""}, f)
+print("standin %s says on stderr" % mode, file=sys.stderr)
 out = {"mode": mode, "phases": [], "ready_at": time.time()}
 for ph in json.load(open(opt("--schedule"))):
     if not ph["on"]:
@@ -185,7 +186,8 @@ def other_workloads(t, d, env, wrapper, first, logs):
     cmd = [sys.executable, os.path.join(SRC, "bench", "latency.py"), "--gpuslice", wrapper,
            "--configs", "native,gs_defaults", "--thinks", "3", "--requests", "10", "--reps", "1",
            "--lead", "0.5", "--first-lead", "2", "--b-phase", "1.0", "--memory", "1Gi", "--eager",
-           "--a-model", "decode", "--tokens", "8", "--b-job", "train", "--train-batch", "16", "--out", out]
+           "--a-model", "decode", "--tokens", "8", "--b-job", "train", "--train-batch", "16", "--out", out,
+           "--logs", os.path.join(d, "stderr"), "--b-log-level", "debug"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     if not t.ok(p.returncode == 0, "the harness runs a decode model beside a training job", p.stderr[-2000:]):
         return
@@ -195,10 +197,22 @@ def other_workloads(t, d, env, wrapper, first, logs):
          {k: r.get(k) for k in ("a_model", "tokens", "b_job", "train_batch", "seq")})
     t.ok(all(x["B_fraction_native"] == 0.6 and x["p99_ratio_own"] == 1.5 for x in r["summary"])
          and len(r["summary"]) == 2, "B's training steps against its own alone: 0.6", r["summary"])
-    argv = []
+    argv, levels = [], []
     for name in sorted(os.listdir(logs)):
         with open(os.path.join(logs, name)) as f:
-            argv.append((name.split("-")[0], json.load(f)["argv"]))
+            x = json.load(f)
+        argv.append((name.split("-")[0], x["argv"]))
+        levels.append((name.split("-")[0], x["limits"] != "", x["log_level"]))  # limits: under gpuslice
+    t.ok(sorted(levels) == [("hog", False, None), ("hog", True, "debug"), ("infer", False, None),
+                            ("infer", True, "info")],
+         "--b-log-level: B under gpuslice logs at debug, A at info, the native tenants as they were", levels)
+    kept = {}
+    for name in sorted(os.listdir(os.path.join(d, "stderr"))):
+        with open(os.path.join(d, "stderr", name)) as f:
+            kept[name] = f.read()
+    t.ok(sorted(kept) == ["gs_defaults.A.log", "gs_defaults.B.log", "native.A.log", "native.B.log"]
+         and "standin infer says" in kept["gs_defaults.A.log"] and "standin hog says" in kept["native.B.log"],
+         "--logs: each tenant's whole stderr per variant", {k: v[-300:] for k, v in kept.items()})
     opt = lambda a, k: a[a.index(k) + 1] if k in a else None  # noqa: E731
     infer = [a for m, a in argv if m == "infer"]
     hog = [a for m, a in argv if m == "hog"]
