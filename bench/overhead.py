@@ -41,6 +41,9 @@ ap.add_argument("--inproc-critical-peer", action="store_true",
                 "launch then takes the controller's lock and records an event")
 ap.add_argument("--inproc-critical", action="store_true",
                 help="with --inproc: the tenant measured is latency-critical (gpuslice run --critical)")
+ap.add_argument("--inproc-logs", metavar="DIR",
+                help="keep each in-process run's stderr as DIR/inproc-N.log (with GPUSLICE_LOG_LEVEL=debug: "
+                "what the interposer's pace learned, e.g. the launches per event beside a critical peer)")
 ap.add_argument("--skip-process", action="store_true", help="only the in-process comparison")
 ap.add_argument("--cpu", default="2", help="pin every process to this CPU (taskset); '' = no pinning. "
                 "Unpinned, launch cost was bimodal (3.5 or 4.3 us) with the core a process landed on")
@@ -68,9 +71,13 @@ def make_slice(flags, critical_peer=False):
     return one(*flags)
 
 
-def run_one(cmd):
-    """cmd on the pinned CPU; the JSON line it printed."""
+def run_one(cmd, log=None):
+    """cmd on the pinned CPU; the JSON line it printed. Its stderr kept in log, if given."""
     out = subprocess.run((["taskset", "-c", args.cpu] if args.cpu else []) + cmd, capture_output=True, text=True)
+    if log:
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        with open(log, "w") as f:
+            f.write(out.stderr)
     line = [x for x in out.stdout.splitlines() if x.startswith("{")]
     if not line:
         raise SystemExit(f"overhead: {cmd[-1]} failed: {out.stderr[-500:]}")
@@ -112,8 +119,9 @@ if args.inproc:
     # with the interposer's, interleaved, and reports its medians.
     share = ["--compute", str(args.inproc_compute)] if args.inproc_compute else []
     share += ["--critical"] if args.inproc_critical else []
-    inproc = [run_one(enforcing(make_slice(["--memory", args.memory] + share, args.inproc_critical_peer)) + [args.inproc])
-              for _ in range(args.inproc_reps)]
+    inproc = [run_one(enforcing(make_slice(["--memory", args.memory] + share, args.inproc_critical_peer)) + [args.inproc],
+                      os.path.join(args.inproc_logs, f"inproc-{i + 1}.log") if args.inproc_logs else None)
+              for i in range(args.inproc_reps)]
     summary["inproc"] = {m: statistics.median(r[m] for r in inproc)
                          for m in ("launch_real_us", "launch_hooked_us", "launch_delta_us",
                                    "alloc_pair_real_us", "alloc_pair_hooked_us", "alloc_pair_ratio")}

@@ -8,6 +8,9 @@
 #      debug with every log kept (what each kind learned, what was not learned).
 #   2. The same at 10 ms think (4 pairs of 100 requests): no regression where head led.
 #   3. ResNet-50 batch 8 graph beside the GEMM loop N=4096 at 2 ms think.
+#   0. First, the launch beside an idle critical tenant under a 50 % share (head, 3 processes)
+#      with the interposer's debug log kept: how many launches each event covers on a GPU
+#      (+0.47 us against libcuda in session 25, +0.08 us of it the interposer's CPU work).
 #   sh bench/archive/h200_session26a.sh OUT
 # build-{head,old}-minimal are made on the development machine and carried.
 set -u
@@ -35,6 +38,14 @@ for n,c in d["configs"].items():
         grep 'not learned' "$f" | tail -3
     done
 }
+nvcc -O2 -o /tmp/gs-inproc bench/overhead_inproc.cu -ldl &&
+    GPUSLICE_LOG_LEVEL=debug timeout 60 python3 bench/overhead.py --bin true --skip-process \
+        --inproc /tmp/gs-inproc --gpuslice build-head-minimal/gpuslice --inproc-reps 3 \
+        --inproc-compute 50 --inproc-critical-peer --inproc-logs "$OUT/ovh-logs" \
+        --out "$OUT/ovh-critpeer-head.json" 2>&1 | grep launch_
+for f in "$OUT"/ovh-logs/*.log; do
+    grep -h 'an event per\|oldest event took\|events: one per' "$f" | cut -c1-160 | sort | uniq -c | sort -rn | head -6
+done
 run train2 230 --thinks 2 --b-job train --train-batch 128 --lead 25 --requests 1200
 run train10 190 --thinks 10 --b-job train --train-batch 128 --lead 25 --requests 400
-run gemm2 140 --thinks 2 --size 4096 --lead 12 --requests 1200
+run gemm2 120 --thinks 2 --size 4096 --lead 12 --requests 1200

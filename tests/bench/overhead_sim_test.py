@@ -52,6 +52,17 @@ def main():
                  inproc.get("critical") == ("--inproc-critical" in extra),
                  "overhead.py --inproc %s: the wrappers against the driver's own, one summary"
                  % (" ".join(extra) or "(a memory slice)"), (p.stderr[-800:], inproc))
+        logs = os.path.join(d, "logs")
+        p = subprocess.run([sys.executable, os.path.join(SRC, "bench", "overhead.py"), "--bin", "true",
+                            "--skip-process", "--inproc", exe, "--inproc-reps", "2", "--cpu", "",
+                            "--gpuslice", os.path.join(BUILD, "gpuslice"), "--memory", "1Gi",
+                            "--inproc-compute", "50", "--inproc-logs", logs],
+                           capture_output=True, text=True, env=dict(env, GPUSLICE_LOG_LEVEL="debug"), timeout=300)
+        kept = sorted(os.listdir(logs)) if os.path.isdir(logs) else []
+        said = [open(os.path.join(logs, x)).read() for x in kept]
+        t.ok(p.returncode == 0 and kept == ["inproc-1.log", "inproc-2.log"]
+             and all("compute 50%" in x and "gpuslice[interposer" in x for x in said),
+             "--inproc-logs: each in-process run's interposer log, here at debug", (p.stderr[-800:], kept, said[:1]))
     t.done()
 
 
