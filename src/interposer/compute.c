@@ -572,6 +572,14 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
     me->cover_ns = 0;
     if (me->guard_ns && !t[self].critical && !t[self].bound)
         pub = published_gap(t, n, self, &pub_max); /* pub_max 0 where pub is */
+    if (pub) {
+        me->pub_kept = pub;
+        me->pub_kept_max = pub_max;
+    } else if (me->held_out_at && now - me->held_out_at < GS_CC_HOLD_MAX_NS && me->pub_kept &&
+               me->guard_ns && !t[self].critical && !t[self].bound) {
+        pub = me->pub_kept; /* the rhythm our launch let go may have broken (compute.h) */
+        pub_max = me->pub_kept_max;
+    }
     me->pub_seen = pub;
     me->pub_seen_max = pub_max;
     if (me->guard_ns && !t[self].critical && !t[self].bound &&
@@ -579,6 +587,14 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         uint64_t release = 0;
         me->horizon_ns = next_due(me, pub, pub_max, now, &release);
         hold = guard_hold(me, pub, me->horizon_ns, release, now);
+        if (hold && pub && !me->held_from) {
+            me->held_from = now;
+        } else if (hold && pub && now - me->held_from >= GS_CC_HOLD_MAX_NS &&
+                   now - me->crit_idle_seen <= GS_CC_GAP_START_NS) {
+            hold = 0; /* held long enough: at the start of a gap (compute.h) */
+            me->held_out++;
+            me->held_out_at = now;
+        }
         /* Where the next request is due at a known time, our queue reaches
          * towards it, the linger aside (compute.h). */
         if (me->horizon_ns)
@@ -598,6 +614,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         }
         if (d.go) {
             me->until = d.until_ns;
+            me->held_from = 0;
             return GS_CC_LAUNCH;
         }
         *wait_until = d.until_ns;
@@ -667,6 +684,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
             return GS_CC_WAIT;
         }
         me->until = crit_horizon(t, n, self, now, me->window_end);
+        me->held_from = 0;
         return GS_CC_LAUNCH;
     }
     *wait_until = ws + period;
