@@ -283,7 +283,7 @@ static int alone_between(uint64_t from, uint64_t to)
 #define GUARD_SAY_NS (10ull * 1000 * 1000 * 1000)
 static void guard_said(uint64_t now, uint64_t until)
 {
-    static uint64_t holds, held_ns, next_say;
+    static uint64_t holds, held_ns, next_say, out_said;
     holds++;
     held_ns += until > now ? until - now : 0;
     if (now < next_say)
@@ -302,13 +302,16 @@ static void guard_said(uint64_t now, uint64_t until)
     else if (cc.self.pub_seen)
         snprintf(pub, sizeof pub, "; published by it: %.3f-%.3f ms", (double)cc.self.pub_seen / 1e6,
                  (double)cc.self.pub_seen_max / 1e6);
-    GS_LOGI("guard: %llu holds, %.1f ms held%s; the critical tenant's gaps seen here %.3f / %.3f / "
-            "%.3f ms (shortest, median, longest%s)%s; our kernels %.3f ms",
-            (unsigned long long)holds, (double)held_ns / 1e6, next_say ? " in the last 10 s" : "",
+    GS_LOGI("guard: %llu holds, %.1f ms held, %llu let go after a second held%s; the critical "
+            "tenant's gaps seen here %.3f / %.3f / %.3f ms (shortest, median, longest%s)%s; our "
+            "kernels %.3f ms",
+            (unsigned long long)holds, (double)held_ns / 1e6,
+            (unsigned long long)(cc.self.held_out - out_said), next_say ? " in the last 10 s" : "",
             (double)(gap == UINT64_MAX ? 0 : gap) / 1e6, (double)median / 1e6,
             (double)longest / 1e6, whole ? ": all shorter than the margin, held whole" : "", pub,
             (double)cc.self.kernel_ns / 1e6);
     holds = held_ns = 0;
+    out_said = cc.self.held_out;
     next_say = now + GUARD_SAY_NS;
 }
 
@@ -525,6 +528,10 @@ static void io_note(void *ctx, const struct gs_cc_self *me, enum gs_cc_action a,
     if (me->guard_ns && gs_peers_any_critical())
         guard_no_rhythm_said(now);
     if (a == GS_CC_LAUNCH) {
+        if (me->held_out_at == now)
+            GS_LOGD("guard: held a second by the critical tenant's rhythm, let one kernel go at "
+                    "%.3f ms, at the start of its gap (%llu so far)",
+                    (double)now / 1e6, (unsigned long long)me->held_out);
         if (me->in_window && me->used_from == now)
             GS_LOGD("compute window entered at %.3f ms, %.2f ms after its start (hand-over); "
                     "ends at %.3f ms; debt %.2f ms",
