@@ -928,7 +928,14 @@ static void test_best_effort_yields_to_critical(void **st)
  * without green contexts, or when the green stream refuses a kernel, it falls
  * back to its own stream and says so. (What the SMs do is measured on the
  * H200: bench/archive/green_ctx_probe.cu.) */
-enum crit_state { CRIT_IDLE_LONG, CRIT_BUSY, CRIT_JUST_IDLE, CRIT_IDLE_AT, CRIT_SHORT_REQUESTS };
+enum crit_state {
+    CRIT_IDLE_LONG,
+    CRIT_BUSY,
+    CRIT_JUST_IDLE,
+    CRIT_IDLE_AT,
+    CRIT_SHORT_REQUESTS,
+    CRIT_REQUESTS_FROM /* idle long, CRIT_SHORT_REQUESTS from next_requests_from for 3.5 s */
+};
 
 /* args run in s while stamp(arg) plays a peer every 10 ms (its ledger's
  * stamps kept fresh), until the worker ends; what it printed. */
@@ -985,7 +992,7 @@ static const char *run_next_to_share(const struct slice *s, const char *sub, con
 struct crit_stamps {
     struct gs_ledger *l;
     enum crit_state state;
-    uint64_t ahead;
+    uint64_t ahead, from;
 };
 static void crit_stamp(void *arg)
 {
@@ -994,7 +1001,9 @@ static void crit_stamp(void *arg)
         atomic_store(&c->l->crit_launch_ns, mono());
     if (c->state == CRIT_JUST_IDLE)
         atomic_store(&c->l->crit_idle_ns, mono() + c->ahead);
-    if (c->state == CRIT_SHORT_REQUESTS) { /* one of 1 us at every stamp */
+    if (c->state == CRIT_SHORT_REQUESTS ||
+        (c->state == CRIT_REQUESTS_FROM && mono() >= c->from &&
+         mono() < c->from + 3500ull * 1000 * 1000)) { /* one of 1 us at every stamp */
         uint64_t now = mono();
         atomic_store(&c->l->crit_launch_ns, now - 1000);
         atomic_store(&c->l->crit_idle_ns, now);
@@ -1007,6 +1016,9 @@ static uint64_t next_guard_us, next_rhythm;
 /* CRIT_IDLE_AT: its last request seen finished at this time (CLOCK_MONOTONIC),
  * and no other. */
 static uint64_t next_idle_at;
+/* CRIT_REQUESTS_FROM: when its requests begin (CLOCK_MONOTONIC; they end
+ * 3.5 s later). */
+static uint64_t next_requests_from;
 
 static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_state critical,
                                              const char *extra_env, const char *const *args)
@@ -1029,7 +1041,8 @@ static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_stat
     struct gs_ledger *cl = ledger(&crit);
     assert_true(gs_ledger_claim(cl, getpid(), gs_ledger_proc_starttime(getpid())) >= 0);
     uint64_t launched = mono();
-    if (critical == CRIT_IDLE_LONG) /* its last request finished a second ago */
+    if (critical == CRIT_IDLE_LONG || critical == CRIT_REQUESTS_FROM) /* its last request
+                                                                         finished a second ago */
         launched -= 1000ull * 1000 * 1000;
     atomic_store(&cl->crit_launch_ns, launched);
     /* Idle = seen finished after its last launch. "Just idle" for the whole
@@ -1044,7 +1057,7 @@ static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_stat
                                                           : launched + 1;
     atomic_store(&cl->crit_idle_ns, critical_busy ? 0 : finished);
     atomic_store(&cl->crit_rhythm, next_rhythm);
-    struct crit_stamps cs = {cl, critical, ahead};
+    struct crit_stamps cs = {cl, critical, ahead, next_requests_from};
     const char *out = run_stamping(&be, extra_env, args, crit_stamp, &cs);
     /* done: it must not hold up the next case (launch = idle: not busy) */
     atomic_store(&cl->crit_launch_ns, mono() - 1000ull * 1000 * 1000);
@@ -1239,6 +1252,68 @@ static void test_guard_fits_the_launch_through_the_interposer(void **st)
     if (end_past > 100 && start_past < 0)
         fail_msg("a 2 ms kernel ran %ld us into the guard's margin: %s", end_past, out);
 #endif
+}
+
+/* The guard's let-go, through the interposer: a gated best-effort tenant
+ * (guard 600 us) whose 30 ms kernels are measured alone, then beside a
+ * critical tenant that makes a 1 us request about every 10 ms (each stamp of
+ * this test's loop) and publishes gaps of 10-40 ms: no kernel of ours fits
+ * a gap, the guard holds, and after each second held lets one go at the
+ * start of a gap, saying so at debug level. The worker launches for 2.6 s
+ * after the requests begin, and its last launch is held past that: let go at
+ * about 1, 2 and 3 s (two or three, each at least 0.9 s after the one
+ * before), each said; none launched in the first 0.9 s of requests save one
+ * already in flight as they began. (Without the let-go none runs while the
+ * requests last: a training job's kernels beside a model that never pauses
+ * would hang. The requests end 3.5 s after they begin, so that such a
+ * worker ends, and fails.) */
+static void test_guard_lets_one_go_after_a_second_held(void **st)
+{
+    (void)st;
+    next_guard_us = 600;
+    next_rhythm = 40000ull << 32 | 10000; /* gaps of 10-40 ms, in us */
+    next_requests_from = mono() + 400ull * 1000 * 1000;
+    char from[32], until[32];
+    snprintf(from, sizeof from, "%llu", (unsigned long long)next_requests_from);
+    snprintf(until, sizeof until, "%llu",
+             (unsigned long long)(next_requests_from + 2600ull * 1000 * 1000));
+    const char *args[] = {"direct", "held", "30000", from, until, NULL};
+    const char *out = run_next_to_critical_args(GS_YIELD_GATE, CRIT_REQUESTS_FROM,
+                                                "GPUSLICE_LOG_LEVEL=debug", args);
+    next_rhythm = next_guard_us = next_requests_from = 0;
+    const char *line = strstr(out, "held launched ");
+    long launched = 0, after = 0;
+    char at[200] = "";
+    if (!line ||
+        sscanf(line, "held launched %ld after-from %ld at-ms %199s", &launched, &after, at) != 3)
+        fail_msg("held: %s", out);
+    int said = 0;
+    for (const char *p = strstr(out, "let one kernel go"); p;
+         p = strstr(p + 1, "let one kernel go"))
+        said++;
+    print_message("30 ms kernels: %ld launched alone, then at %s ms after the requests began; "
+                  "%d let-gos said\n",
+                  launched - after, at, said);
+    /* the launches after the requests began, in ms: one may have been in
+     * flight as they began (its kernel ends within 30 ms of them) */
+    long ms[16], n = 0, let_go = 0, prev = -1;
+    for (char *tok = strtok(at, ","); tok && n < 16; tok = strtok(NULL, ","))
+        ms[n++] = strtol(tok, NULL, 10);
+    for (long i = 0; i < n; i++) {
+        if (ms[i] < 60)
+            continue;
+        if (ms[i] < 900 || (prev >= 0 && ms[i] - prev < 900))
+            fail_msg("launched %ld ms after the requests began, %ld after the one before: "
+                     "not held a second: %s",
+                     ms[i], prev >= 0 ? ms[i] - prev : ms[i], out);
+        prev = ms[i];
+        let_go++;
+    }
+    if (launched - after < 5)
+        fail_msg("alone: 400 ms of 30 ms kernels, %ld launched: %s", launched - after, out);
+    if (let_go < 2 || let_go > 3 || said != let_go)
+        fail_msg("want two or three let go in 2.6 s, each said: %ld let go, %d said: %s", let_go,
+                 said, out);
 }
 
 /* A kind's GPU time is learned only from a measure no critical request ran
@@ -1968,6 +2043,7 @@ int main(void)
         cmocka_unit_test(test_queue_behind_running_kernel_next_to_critical),
         cmocka_unit_test(test_queue_reaches_to_the_horizon),
         cmocka_unit_test(test_guard_fits_the_launch_through_the_interposer),
+        cmocka_unit_test(test_guard_lets_one_go_after_a_second_held),
         cmocka_unit_test(test_kind_learned_only_alone),
         cmocka_unit_test(test_events_paced_next_to_idle_critical),
         cmocka_unit_test(test_peers_read_sparingly_next_to_critical),

@@ -720,6 +720,31 @@ static int fit_run(uint64_t due_ns, long guard_us, long short_us, long long_us)
     return 0;
 }
 
+/* Kernels of kernel_us (one function, so that its kind is measured), each
+ * waited for, from now until until_ns (CLOCK_MONOTONIC): how many, how many
+ * began after from_ns, and when each of those launched, in ms after from_ns
+ * (the first 16). */
+static int held_run(long kernel_us, uint64_t from_ns, uint64_t until_ns)
+{
+    long launched = 0, after = 0;
+    char at[16 * 12] = "";
+    size_t len = 0;
+    thread_kernel_us(kernel_us);
+    for (uint64_t t = now_ns(); t < until_ns; t = now_ns()) {
+        if (A.cuLaunchKernel((CUfunction)3, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL))
+            return 4;
+        uint64_t back = now_ns();
+        if (A.cuCtxSynchronize())
+            return 4;
+        launched++;
+        if (back >= from_ns && after++ < 16 && len < sizeof at - 12)
+            len += (size_t)snprintf(at + len, sizeof at - len, "%s%llu", len ? "," : "",
+                                    (unsigned long long)(back - from_ns) / 1000000);
+    }
+    printf("held launched %ld after-from %ld at-ms %s\n", launched, after, len ? at : "-");
+    return 0;
+}
+
 /* n launches on the NULL stream, each after gap_us on the CPU (the
  * interposer's decision beside a critical tenant, 50 us long, has ended by
  * then): the read system calls made meanwhile (-1: not counted), and how
@@ -1288,6 +1313,9 @@ int main(int argc, char **argv)
     if (!strcmp(s, "fit") && argc > 6)
         return fit_run(strtoull(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                        strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10));
+    if (!strcmp(s, "held") && argc > 5)
+        return held_run(strtol(argv[3], NULL, 10), strtoull(argv[4], NULL, 10),
+                        strtoull(argv[5], NULL, 10));
     if (!strcmp(s, "gap-launch") && argc > 4)
         return gap_launch(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (!strcmp(s, "thread-turns") && argc > 4)
