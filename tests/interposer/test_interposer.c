@@ -1044,6 +1044,10 @@ static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_stat
     if (critical == CRIT_IDLE_LONG || critical == CRIT_REQUESTS_FROM) /* its last request
                                                                          finished a second ago */
         launched -= 1000ull * 1000 * 1000;
+    /* (its last request, 1 us long, finished at next_idle_at: where making
+     * the slices took longer than the caller allowed, it launched before) */
+    if (critical == CRIT_IDLE_AT && launched >= next_idle_at)
+        launched = next_idle_at - 1000;
     atomic_store(&cl->crit_launch_ns, launched);
     /* Idle = seen finished after its last launch. "Just idle" for the whole
      * run, however slowly the worker starts (sanitizers): its requests keep
@@ -1215,7 +1219,8 @@ static void test_queue_reaches_to_the_horizon(void **st)
 /* The guard fitted to the launch, through the interposer: a critical tenant
  * whose last request finished at a known time and that publishes gaps of
  * 200 ms, so its next request is due 200 ms later; B's guard 600 us. B
- * launches a 2 ms kernel of one function (measured), then 20 us kernels of
+ * launches a 2 ms kernel of one function (measured once the critical tenant
+ * has been idle past its linger: the worker waits for that), then 20 us kernels of
  * another without a break, and 1 ms before the guard's margin one more of
  * the 2 ms ones: the 20 us kernels fit to the margin, the long one does not
  * and is held until the guard lets go past the due time (its recent
@@ -1232,10 +1237,14 @@ static void test_guard_fits_the_launch_through_the_interposer(void **st)
     const char *out = NULL;
     for (int run = 0; run < 3; run++) { /* a worker that started too late runs again */
         next_idle_at = mono() + 40ull * 1000 * 1000;
-        char due[32];
+        char due[32], from[32];
         snprintf(due, sizeof due, "%llu",
                  (unsigned long long)(next_idle_at + 200ull * 1000 * 1000));
-        const char *args[] = {"direct", "fit", due, "600", "20", "2000", NULL};
+        /* (its first long kernel once the critical tenant has been idle
+         * longer than its linger, 5 ms: measured, and learned) */
+        snprintf(from, sizeof from, "%llu",
+                 (unsigned long long)(next_idle_at + 6ull * 1000 * 1000));
+        const char *args[] = {"direct", "fit", due, "600", "20", "2000", from, NULL};
         out = run_next_to_critical_args(GS_YIELD_GATE, CRIT_IDLE_AT, NULL, args);
         const char *line = strstr(out, "fit launched ");
         long launched = 0;

@@ -679,14 +679,19 @@ static uint64_t now_ns(void)
 
 /* Beside a critical tenant whose next request is due at due_ns (CLOCK_MONOTONIC),
  * with a guard of guard_us: one kernel of long_us (its own function, so
- * that it is measured) at once, then short_us kernels of another without
+ * that it is measured) at from_ns (once the critical tenant is seen idle: a
+ * measure beside its request is not learned), then short_us kernels of another without
  * a break until 5 ms past the due time, and, 1 ms before the guard's margin,
  * one more long one. Where that one ran on the fake's GPU (each kernel from
  * the later of its launch's return and the previous one's end), against the
  * margin and the due time, in us (negative: before). */
-static int fit_run(uint64_t due_ns, long guard_us, long short_us, long long_us)
+static int fit_run(uint64_t due_ns, long guard_us, long short_us, long long_us, uint64_t from_ns)
 {
     uint64_t margin = due_ns - (uint64_t)guard_us * 1000, busy = 0, start = 0, end = 0;
+    for (uint64_t t = now_ns(); t < from_ns; t = now_ns()) {
+        struct timespec ts = {0, (long)(from_ns - t)};
+        nanosleep(&ts, NULL);
+    }
     thread_kernel_us(long_us);
     if (A.cuLaunchKernel((CUfunction)2, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) ||
         A.cuCtxSynchronize())
@@ -1310,9 +1315,10 @@ int main(int argc, char **argv)
                      strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10),
                      strtol(argv[7], NULL, 10), strtol(argv[8], NULL, 10),
                      argc > 9 ? argv[9] : "same");
-    if (!strcmp(s, "fit") && argc > 6)
+    if (!strcmp(s, "fit") && argc > 7)
         return fit_run(strtoull(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
-                       strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10));
+                       strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10),
+                       strtoull(argv[7], NULL, 10));
     if (!strcmp(s, "held") && argc > 5)
         return held_run(strtol(argv[3], NULL, 10), strtoull(argv[4], NULL, 10),
                         strtoull(argv[5], NULL, 10));
