@@ -225,6 +225,7 @@ static struct {
     bool unified;
     uint64_t kernel_ns;
     uint64_t sync_ns;   /* every synchronisation returns no sooner (GS_FAKE_SYNC_US) */
+    uint64_t launch_ns; /* the host time of every launch, spun (GS_FAKE_LAUNCH_NS) */
     uint64_t graph_mem; /* graph memory a graph's launch reserves (GS_FAKE_GRAPH_MEM) */
     bool capture;       /* streams of cuStreamCreate say they are captured (GS_FAKE_CAPTURE) */
     bool invalidated;   /* ... and a call the capture forbids came: it is invalidated */
@@ -272,6 +273,7 @@ static void read_config(void)
     st.unified = fake_env_int("GS_FAKE_UNIFIED", 0, 0, 1) == 1;
     st.kernel_ns = (uint64_t)fake_env_int("GS_FAKE_KERNEL_US", 0, 0, 3600000000LL) * 1000;
     st.sync_ns = (uint64_t)fake_env_int("GS_FAKE_SYNC_US", 0, 0, 3600000000LL) * 1000;
+    st.launch_ns = (uint64_t)fake_env_int("GS_FAKE_LAUNCH_NS", 0, 0, 1000000000LL);
     st.graph_mem = fake_env_bytes("GS_FAKE_GRAPH_MEM", 0);
     st.capture = fake_env_int("GS_FAKE_CAPTURE", 0, 0, 1) == 1;
     st.driver_version =
@@ -1331,6 +1333,11 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
         return CUDA_SUCCESS;
     }
     uint64_t now = now_ns();
+    if (st.launch_ns) { /* a real driver's own time on the host */
+        uint64_t from = now;
+        while ((now = now_ns()) - from < st.launch_ns)
+            ;
+    }
     uint64_t kernel_ns = thread_kernel_ns >= 0 ? (uint64_t)thread_kernel_ns : st.kernel_ns;
     if (kernel_ns && *busy > now) {
         unsigned long long q = (*busy - now + kernel_ns - 1) / kernel_ns;
