@@ -1179,11 +1179,12 @@ static void test_queue_behind_running_kernel_next_to_critical(void **st)
  * finished a request, keeps nothing queued behind its running kernel (the
  * linger) while the critical one publishes no rhythm; where it publishes gaps
  * of 200 ms, its next request is due far ahead, and the queue reaches towards
- * it: each event covers up to 1 ms of the 20 us kernels once they are
- * measured, not the default 50 us (at most about 6 queued: 2 events of 2-3
- * launches). The pace needs a measure, which begins only at a launch that did
+ * it: each event covers up to 1 ms of the 50 us kernels once they are
+ * measured, not the default 50 us (at most about 2 queued: an event per
+ * launch). The pace needs a measure, which begins only at a launch that did
  * not wait for the queue (ring.c); a host no quicker than its kernels may
- * make none in a run (then an event per launch, nothing queued): up to three
+ * make none in a run (then an event per launch, nothing queued; 20 us
+ * kernels were too short for a loaded CI VM three runs in a row): up to three
  * runs, one of which must show the queue. */
 static void test_queue_reaches_to_the_horizon(void **st)
 {
@@ -1205,7 +1206,7 @@ static void test_queue_reaches_to_the_horizon(void **st)
          * launch, and no other: a request finishing during a measure would
          * keep it from being learned) */
         next_idle_at = mono() + 2ull * 1000 * 1000;
-        out = run_next_to_critical_args(GS_YIELD_GATE, CRIT_IDLE_AT, "GS_FAKE_KERNEL_US=20", args);
+        out = run_next_to_critical_args(GS_YIELD_GATE, CRIT_IDLE_AT, "GS_FAKE_KERNEL_US=50", args);
         assert_int_equal(field(out, "launched "), 1000);
         most = field(out, "max-queued ");
     }
