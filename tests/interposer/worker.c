@@ -5,6 +5,7 @@
  *   gs-worker <way> <scenario> [args]   way: direct | dlsym | procaddr | procaddr4 */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -677,6 +678,14 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+/* Sleeps until at_ns (CLOCK_MONOTONIC), however far ahead. */
+static void sleep_until_ns(uint64_t at_ns)
+{
+    struct timespec ts = {(time_t)(at_ns / 1000000000ull), (long)(at_ns % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
 /* Beside a critical tenant whose next request is due at due_ns (CLOCK_MONOTONIC),
  * with a guard of guard_us: one kernel of long_us (its own function, so
  * that it is measured) at from_ns (once the critical tenant is seen idle: a
@@ -688,10 +697,7 @@ static uint64_t now_ns(void)
 static int fit_run(uint64_t due_ns, long guard_us, long short_us, long long_us, uint64_t from_ns)
 {
     uint64_t margin = due_ns - (uint64_t)guard_us * 1000, busy = 0, start = 0, end = 0;
-    for (uint64_t t = now_ns(); t < from_ns; t = now_ns()) {
-        struct timespec ts = {0, (long)(from_ns - t)};
-        nanosleep(&ts, NULL);
-    }
+    sleep_until_ns(from_ns);
     thread_kernel_us(long_us);
     if (A.cuLaunchKernel((CUfunction)2, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) ||
         A.cuCtxSynchronize())
