@@ -5,12 +5,14 @@
 # of the critical tenant's header and the ring's event calls, counted and timed, printed at
 # exit) and build-poll200-minimal (session28-poll200.patch: decisions of 200 us, not 50).
 # On the GPU, a 50 % share, the builds taking turns beside an idle critical peer; head and
-# xs without one.
+# xs without one. First what the host's clock reads and system calls cost
+# (bench/archive/experiments/host_call_cost.c).
 #   sh bench/archive/h200_session29a.sh OUT
 set -u
 OUT=$1
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64
 nvcc -O2 -o /tmp/gs-inproc bench/overhead_inproc.cu -ldl || exit 1
+cc -O2 -o /tmp/host-call-cost bench/archive/experiments/host_call_cost.c && /tmp/host-call-cost
 one() { # build, label, extra args...
     b=$1; l=$2; shift 2
     timeout 90 python3 bench/overhead.py --bin true --skip-process --inproc /tmp/gs-inproc \
