@@ -3,7 +3,10 @@
 # tenant, on the GPU. Builds made here and carried: build-head-minimal (the committed
 # interposer), build-xs-minimal (session29-breakdown.patch: the decisions' parts, the pread
 # of the critical tenant's header and the ring's event calls, counted and timed, printed at
-# exit) and build-poll200-minimal (session28-poll200.patch: decisions of 200 us, not 50).
+# exit), build-poll200-minimal (session28-poll200.patch: decisions of 200 us, not 50) and
+# build-map-minimal (session29-map-peers.patch: the peers' headers read from a mapping of
+# their first page, no pread: what the read would save; not safe against a peer that
+# truncates its file).
 # On the GPU, a 50 % share, the builds taking turns beside an idle critical peer; head and
 # xs without one. First what the host's clock reads and system calls cost
 # (bench/archive/experiments/host_call_cost.c).
@@ -22,7 +25,7 @@ one() { # build, label, extra args...
     echo
 }
 for turn in 1 2; do
-    for b in head xs poll200; do
+    for b in head xs poll200 map; do
         one $b "$b-crit-$turn" --inproc-critical-peer
     done
     for b in head xs; do
