@@ -234,7 +234,12 @@ static void test_reap_survives_truncation(void **st)
     pthread_join(t, NULL);
     print_message("# reaps: %d done, %d caught a fault, %d refused at open\n", ok, faulted, other);
     assert_int_equal(ok + faulted + other, 2000);
-    assert_true(ok > 0);
+    /* ... and reaps again once the file is whole (on a loaded host every
+     * reap of the loop may have met it cut short: a CI run under TSan saw
+     * none done) */
+    assert_int_equal(truncate(path, sizeof(struct gs_ledger)), 0);
+    gs_error err = {0};
+    assert_true(gs_ledger_reap_path(path, &err) >= 0);
 }
 
 /* Owners 101 and 103 alive, 102 dead, for the summary test. */
