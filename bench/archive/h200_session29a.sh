@@ -1,13 +1,14 @@
 #!/bin/sh
 # Session 29, device call 1 (issue 20): where a launch's time goes beside an idle critical
-# tenant, on the GPU. Builds made here and carried: build-head-minimal (the committed
-# interposer), build-xs-minimal (session29-breakdown.patch: the decisions' parts, the pread
+# tenant, on the GPU. Builds made here and carried: build-head-minimal (f4a2551, before the
+# watch), build-watch-minimal (the critical tenant's stamps watched at each launch, 20 ms
+# decisions), build-xs-minimal (session29-breakdown.patch: the decisions' parts, the pread
 # of the critical tenant's header and the ring's event calls, counted and timed, printed at
 # exit), build-poll200-minimal (session28-poll200.patch: decisions of 200 us, not 50) and
 # build-map-minimal (session29-map-peers.patch: the peers' headers read from a mapping of
 # their first page, no pread: what the read would save; not safe against a peer that
 # truncates its file).
-# On the GPU, a 50 % share, the builds taking turns beside an idle critical peer; head and
+# On the GPU, a 50 % share, the builds taking turns beside an idle critical peer; head, watch and
 # xs without one. First what the host's clock reads and system calls cost
 # (bench/archive/experiments/host_call_cost.c).
 #   sh bench/archive/h200_session29a.sh OUT
@@ -25,10 +26,10 @@ one() { # build, label, extra args...
     echo
 }
 for turn in 1 2; do
-    for b in head xs poll200 map; do
+    for b in head watch xs poll200 map; do
         one $b "$b-crit-$turn" --inproc-critical-peer
     done
-    for b in head xs; do
+    for b in head watch xs; do
         one $b "$b-alone-$turn"
     done
 done

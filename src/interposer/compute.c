@@ -491,13 +491,39 @@ static int others_in_window(const struct gs_cc_tenant *t, int n, int self, uint6
     return 0;
 }
 
-static uint64_t crit_horizon(const struct gs_cc_tenant *t, int n, int self, uint64_t now,
-                             uint64_t until)
+/* A decision's end next to the critical tenants, until at most: where they
+ * are read at decisions only, GS_CC_CRIT_POLL_NS on; where the caller sees
+ * their stamps at each launch (me->crit_watch), up to GS_CC_CRIT_WATCH_NS,
+ * bounded by what time changes: the linger's end after their last request,
+ * and a quarter of the way to the horizon (the cover narrows towards it;
+ * the launch path checks each launch's fit against it). */
+static uint64_t crit_horizon(const struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,
+                             int self, uint64_t now, uint64_t until)
 {
-    for (int i = 0; i < n; i++)
-        if (i != self && t[i].critical && t[i].alive && now + GS_CC_CRIT_POLL_NS < until)
-            return now + GS_CC_CRIT_POLL_NS;
-    return until;
+    int any = 0;
+    uint64_t end = now + GS_CC_CRIT_WATCH_NS;
+    for (int i = 0; i < n; i++) {
+        if (i == self || !t[i].critical || !t[i].alive)
+            continue;
+        any = 1;
+        if (gs_cc_critical_busy(&t[i], now))
+            end = now; /* (a bound tenant, not gated: it looks again soon) */
+        else if (gs_cc_critical_recent(&t[i], now) &&
+                 t[i].crit_idle_ns + GS_CC_CRIT_LINGER_NS < end)
+            end = t[i].crit_idle_ns + GS_CC_CRIT_LINGER_NS;
+    }
+    if (!any)
+        return until;
+    /* (The guard on gaps it learnt itself holds by time alone, with no
+     * horizon the launch path could check: decisions keep to the poll.) */
+    int guard_by_gaps = me->guard_ns && !me->pub_seen && me->ngaps >= GS_CC_GUARD_GAPS / 2;
+    if (!me->crit_watch || guard_by_gaps || gs_cc_duty_applies(t, n, self))
+        end = now + GS_CC_CRIT_POLL_NS;
+    else if (me->horizon_ns > now && now + (me->horizon_ns - now) / GS_CC_QUEUE_COVERS < end)
+        end = now + (me->horizon_ns - now) / GS_CC_QUEUE_COVERS;
+    if (end < now + GS_CC_CRIT_POLL_NS)
+        end = now + GS_CC_CRIT_POLL_NS;
+    return end < until ? end : until;
 }
 
 /* The power guard's duty, as a bucket of GPU time (compute.h): 0 if a kernel
@@ -613,7 +639,8 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
             return GS_CC_WAIT;
         }
         if (d.go) {
-            me->until = d.until_ns;
+            /* (decide's own end next to a critical tenant is the poll's) */
+            me->until = crit_horizon(me, t, n, self, now, now + period);
             me->held_from = 0;
             return GS_CC_LAUNCH;
         }
@@ -683,7 +710,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
             *wait_until = spent < me->window_end ? spent : me->window_end;
             return GS_CC_WAIT;
         }
-        me->until = crit_horizon(t, n, self, now, me->window_end);
+        me->until = crit_horizon(me, t, n, self, now, me->window_end);
         me->held_from = 0;
         return GS_CC_LAUNCH;
     }

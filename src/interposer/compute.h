@@ -53,8 +53,19 @@
  * best-effort tenant keeps no queue behind its running kernel. Longer
  * idleness gives it the whole GPU, and its queue, back. */
 #define GS_CC_CRIT_LINGER_NS (5ull * 1000 * 1000)
-/* How often a gated best-effort tenant looks again while a critical one runs. */
+/* How often a gated best-effort tenant looks again while a critical one runs;
+ * and, next to an idle one, how long a decision lasts where the critical
+ * tenants' stamps are read at decisions only. */
 #define GS_CC_CRIT_POLL_NS (50ull * 1000)
+/* Where the caller reads every critical tenant's stamps at each launch
+ * instead (gs_cc_self.crit_watch: the interposer maps their ledgers), a
+ * launch after one of their requests began decides at once, and a decision
+ * next to an idle critical tenant may last this long: until then nothing
+ * about it changes that the launch does not see (a request, one finished),
+ * save what time brings, which bounds it too: the linger's end, the queue's
+ * cover towards the horizon, a window's end. Not with the power guard's duty
+ * in force (its bucket is taken from at decisions). */
+#define GS_CC_CRIT_WATCH_NS (20ull * 1000 * 1000)
 /* The guard (off unless gs_cc_self.guard_ns is set: the interposer sets it
  * from the slice's guard_us limit, 600 us by default). A gated best-effort
  * tenant learns the critical tenant's gaps between requests (from its
@@ -184,6 +195,8 @@ struct gs_cc_self {
     int critical_recent;    /* at the last decision: a critical tenant was busy, or was
                                recently (decision's critical_recent) */
     /* The guard (above): */
+    int crit_watch;          /* the caller sees every critical tenant's stamps at each launch
+                                (GS_CC_CRIT_WATCH_NS) */
     uint64_t guard_ns;       /* on: a kernel must end this long before the request is due */
     uint64_t kernel_ns;      /* our kernels' recent duration, the caller's estimate (0: none) */
     uint64_t queue_end_ns;   /* the launch being decided: when the work we queued before it

@@ -51,6 +51,8 @@
  * so the best-effort tenant does not idle the GPU between its own kernels for
  * good (docs/compute.md). */
 enum { CRIT_QUEUED_RECENT = 0, CRIT_QUEUED = 1 };
+/* The most critical tenants the launch path watches (beyond: decisions poll). */
+enum { CRIT_WATCH_MAX = 8 };
 /* The hot path republishes our demand at most this often. */
 #define DEMAND_PUBLISH_NS (1000ull * 1000)
 /* The coarse clock is asked first on the hot path only where its tick is at
@@ -76,6 +78,11 @@ static struct {
      * the guard's margin before it (0: not known), by which a launch must
      * end to go without a decision (cc_fits). */
     _Atomic uint64_t fit_by;
+    /* Next to critical tenants whose ledgers peers.c maps: their stamps as
+     * the last decision saw them (a launch that sees one moved decides), and
+     * how many (0: none watched; decisions then last GS_CC_CRIT_POLL_NS). */
+    struct gs_peers_watched watch[CRIT_WATCH_MAX];
+    _Atomic int watch_n;
     /* A latency-critical tenant: when its request under way began (its first
      * launch since a synchronisation), 0 = none; measured for the monitor. */
     _Atomic uint64_t request_from;
@@ -345,6 +352,17 @@ static int io_read_peers(void *ctx, uint64_t now, struct gs_cc_tenant *t, int *s
 {
     (void)ctx;
     gs_peers_refresh(now);
+    /* The stamps the launch path compares with, taken before the decision
+     * reads them: one that moves in between sends the next launch here. */
+    int w = gs_peers_watch(cc.watch, CRIT_WATCH_MAX);
+    atomic_store_explicit(&cc.watch_n, w > 0 ? w : 0, memory_order_relaxed);
+    if ((w > 0) != cc.self.crit_watch && (w != 0 || cc.self.crit_watch))
+        GS_LOGD(w > 0 ? "watching %d latency-critical tenant(s) at each launch: a decision next "
+                        "to them idle lasts up to %.0f ms"
+                      : "the latency-critical tenants' stamps are read at decisions only (%d "
+                        "watched): a decision next to them lasts %.2f ms",
+                w > 0 ? w : 0, (double)(w > 0 ? GS_CC_CRIT_WATCH_NS : GS_CC_CRIT_POLL_NS) / 1e6);
+    cc.self.crit_watch = w > 0;
     int n = gs_peers_view(t, self, now);
     /* The power guard: is a critical tenant active (for the next sample),
      * and our duty, for the decision. */
@@ -633,8 +651,29 @@ static void coarse_fit(uint64_t now)
  * decision's guard sees to it). */
 static inline int cc_fits(CUstream s, uintptr_t kind, uint64_t now)
 {
-    uint64_t by = atomic_load_explicit(&cc.fit_by, memory_order_relaxed);
-    return !by || now + gs_ring_ahead_ns(s) + gs_ring_kind_ns(kind) <= by;
+    uint64_t by = atomic_load_explicit(&cc.fit_by, memory_order_relaxed), k;
+    if (!by)
+        return 1;
+    /* (a kind not measured yet is decided: the guard takes our kernels'
+     * estimate for it) */
+    k = gs_ring_kind_ns(kind);
+    return k && now + gs_ring_ahead_ns(s) + k <= by;
+}
+
+/* Whether a watched critical tenant's stamps moved since the last decision
+ * (a request began, or one finished): two loads from its mapped page each. */
+static inline int crit_moved(void)
+{
+    int n = atomic_load_explicit(&cc.watch_n, memory_order_relaxed);
+    for (int i = 0; i < n; i++) {
+        struct gs_ledger *l = atomic_load_explicit(&cc.watch[i].l, memory_order_relaxed);
+        if (atomic_load_explicit(&l->crit_launch_ns, memory_order_relaxed) !=
+                atomic_load_explicit(&cc.watch[i].launch, memory_order_relaxed) ||
+            atomic_load_explicit(&l->crit_idle_ns, memory_order_relaxed) !=
+                atomic_load_explicit(&cc.watch[i].idle, memory_order_relaxed))
+            return 1;
+    }
+    return 0;
 }
 
 static inline void cc_before(CUstream s, uintptr_t kind)
@@ -643,17 +682,20 @@ static inline void cc_before(CUstream s, uintptr_t kind)
         return;
     /* Far from the decision's end the coarse clock tells enough, and costs a
      * launch less (clock.h); within its slack of it, the precise one. Next
-     * to a critical tenant a decision lasts GS_CC_CRIT_POLL_NS, well within
-     * the slack: precise. The coarse stamp below is early by less than the
-     * slack (and never moves last_launch or our demand back): as last_launch
-     * it can only shorten a window's charge when no later launch or sync is
-     * seen (gs_cc_work_finished), and launches near the window's end are
-     * stamped precisely. */
+     * to a critical tenant read at decisions only, a decision lasts
+     * GS_CC_CRIT_POLL_NS, well within the slack: precise; where its stamps
+     * are watched here (crit_moved), up to GS_CC_CRIT_WATCH_NS. The guard's
+     * fit takes the coarse clock's lag as part of the launch. The coarse stamp below is early by
+     * less than the slack (and never moves last_launch or our demand back): as last_launch it can
+     * only shorten a window's charge when no later launch or sync is seen (gs_cc_work_finished),
+     * and launches near the window's end are stamped precisely. */
     uint64_t until = atomic_load_explicit(&cc.until, memory_order_acquire);
     uint64_t slack = atomic_load_explicit(&cc.coarse_slack, memory_order_relaxed);
-    uint64_t now = gs_clock_coarse_ns();
-    if (!slack || now + slack >= until)
+    uint64_t now = gs_clock_coarse_ns(), late = slack; /* how late now may be */
+    if (!slack || now + slack >= until) {
         now = gs_clock_ns();
+        late = 0;
+    }
     if (GS_LIKELY(now < until)) {
         /* Stamped once this launch may go: a drain decided for it must see the
          * previous launch, not this one. */
@@ -672,7 +714,7 @@ static inline void cc_before(CUstream s, uintptr_t kind)
         int depth = atomic_load_explicit(&cc.depth, memory_order_relaxed);
         /* A launch that would not end by the guard's margin is decided (and
          * held); the critical tenant idle, our launches' length. */
-        if (!gs_ring_trim(depth, 1, kernel_seen) && cc_fits(s, kind, now)) {
+        if (!crit_moved() && !gs_ring_trim(depth, 1, kernel_seen) && cc_fits(s, kind, now + late)) {
             if (depth == CRIT_QUEUED)
                 gs_ring_measure_begin(s, now, kind);
             return;

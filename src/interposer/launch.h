@@ -26,7 +26,19 @@ void gs_peers_refresh(uint64_t now);
  * critical tenant, another tenant's header read less than a millisecond
  * before now may be used again (peers.c). */
 int gs_peers_view(struct gs_cc_tenant *t, int *self, uint64_t now);
-/* The three above run under launch.c's cc.lock: it guards the list. */
+/* The critical tenants' stamps, as the launch path watches them: each one's
+ * ledger, mapped (its page stays mapped while the process lives, zeros once
+ * no longer in use), and its launch and "finished" stamps as they were when
+ * looked at. */
+struct gs_peers_watched {
+    _Atomic(struct gs_ledger *) l;
+    _Atomic uint64_t launch, idle;
+};
+/* Fills w (at most max) with every critical tenant's, their stamps as of
+ * now: how many (0: none), or -1 where one of them is not mapped (then the
+ * stamps are read at decisions only). */
+int gs_peers_watch(struct gs_peers_watched *w, int max);
+/* The four above run under launch.c's cc.lock: it guards the list. */
 
 /* Another tenant on this GPU is latency-critical (as of the last look).
  * Read on the hot path, without a lock. */

@@ -6,9 +6,11 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,9 +29,34 @@
  * critical tenant's. */
 #define PEER_FRESH_NS (1000ull * 1000)
 
+/* A critical tenant's stamps are read at every launch of ours (the launch
+ * path's watch: a request of it seen at our next launch, and decisions next
+ * to it that last GS_CC_CRIT_WATCH_NS, not 50 us each with a pread and the
+ * precise clock: docs/compute.md). So its ledger's first page is mapped
+ * here, read-only. A tenant could truncate its own file under such a
+ * mapping, and the next read would raise SIGBUS in our process: our handler
+ * puts a page of zeros in its place (the tenant then reads as gone until the
+ * next look) and passes any other SIGBUS to the handler before it. The
+ * pages are never unmapped while the process lives (the launch path reads
+ * them without a lock): a page no longer in use holds zeros, until a later
+ * critical tenant's ledger is mapped over it. Where our handler has been
+ * replaced, nothing is mapped any more: the stamps are read with pread at
+ * decisions of 50 us, as for every other tenant. */
+#define WATCH_PAGES 8
+static struct {
+    void *page[WATCH_PAGES];          /* under cc.lock */
+    _Atomic(void *) bus[WATCH_PAGES]; /* the same, for the handler */
+    int in_use[WATCH_PAGES];
+    size_t size;
+    int installed, off; /* our handler is in; the mapping is off for good */
+    struct sigaction prev;
+    _Atomic int truncated; /* the handler replaced a page since the last look */
+} wm;
+
 struct peer {
     char name[sizeof(((struct gs_limits *)0)->slice_id) + 256];
-    int fd; /* another tenant's ledger, read with pread (ours: -1) */
+    int fd;           /* another tenant's ledger, read with pread (ours: -1) */
+    const void *page; /* ... or, a critical tenant's, its first page mapped (NULL: not) */
     struct gs_limits limits;
     int self;
     struct gs_cc_tenant seen; /* as last read (another's), at seen_at (0: never) */
@@ -41,6 +68,7 @@ static struct {
     struct peer list[GS_CC_MAX_TENANTS];
     int n;
     uint64_t next_scan;
+    int watched; /* every critical tenant's page is mapped */
 } peers;
 
 _Atomic int gs_peers_critical;
@@ -68,11 +96,103 @@ void gs_peers_init(const char *state_dir)
     }
 }
 
+/* The SIGBUS of a read of a page of ours, whose file shrank: zeros in its
+ * place, and the read goes on. Any other: the handler before ours, as if
+ * ours were not there. (mmap and sigaction are system calls, safe here.) */
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    uintptr_t at = (uintptr_t)si->si_addr;
+    for (int i = 0; i < WATCH_PAGES; i++) {
+        void *p = atomic_load_explicit(&wm.bus[i], memory_order_relaxed);
+        if (p && at - (uintptr_t)p < wm.size) {
+            mmap(p, wm.size, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            atomic_store_explicit(&wm.truncated, 1, memory_order_relaxed);
+            return;
+        }
+    }
+    if (wm.prev.sa_flags & SA_SIGINFO) {
+        if (wm.prev.sa_sigaction)
+            wm.prev.sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (wm.prev.sa_handler != SIG_DFL && wm.prev.sa_handler != SIG_IGN) {
+        wm.prev.sa_handler(sig);
+        return;
+    }
+    /* The default: from a fault, the faulting read again finds it; sent, sent again. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGBUS, &dfl, NULL);
+    if (si->si_code <= 0)
+        raise(SIGBUS);
+}
+
+/* Whether pages may be mapped: our handler in (installed at the first), and
+ * still ours. */
+static int watch_ok(void)
+{
+    if (wm.off)
+        return 0;
+    struct sigaction now;
+    if (!wm.installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_sigbus;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        long pg = sysconf(_SC_PAGESIZE);
+        wm.size = pg > 0 ? (size_t)pg : 4096;
+        if (sigaction(SIGBUS, &sa, &wm.prev) != 0) {
+            wm.off = 1;
+            return 0;
+        }
+        wm.installed = 1;
+    } else if (sigaction(SIGBUS, NULL, &now) != 0 || !(now.sa_flags & SA_SIGINFO) ||
+               now.sa_sigaction != on_sigbus) {
+        wm.off = 1;
+        GS_LOGI("another SIGBUS handler replaced the interposer's: the latency-critical "
+                "tenants' stamps are read at decisions only from now on (every 50 us, with "
+                "pread), not at each launch");
+        return 0;
+    }
+    return 1;
+}
+
+/* Maps fd's first page into a free page of ours: its address, or NULL. */
+static const void *watch_map(int fd)
+{
+    for (int i = 0; i < WATCH_PAGES; i++) {
+        if (wm.in_use[i])
+            continue;
+        void *p =
+            mmap(wm.page[i], wm.size, PROT_READ, MAP_SHARED | (wm.page[i] ? MAP_FIXED : 0), fd, 0);
+        if (p == MAP_FAILED)
+            return NULL; /* (a page of ours stays as it was: zeros) */
+        wm.page[i] = p;
+        atomic_store_explicit(&wm.bus[i], p, memory_order_relaxed);
+        wm.in_use[i] = 1;
+        return p;
+    }
+    return NULL;
+}
+
+/* Every page of ours back to zeros, none in use. */
+static void watch_drop(void)
+{
+    for (int i = 0; i < WATCH_PAGES; i++)
+        if (wm.in_use[i]) {
+            mmap(wm.page[i], wm.size, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            wm.in_use[i] = 0;
+        }
+}
+
 static void drop_all(void)
 {
     for (int i = 0; i < peers.n; i++)
         if (!peers.list[i].self && peers.list[i].fd >= 0)
             close(peers.list[i].fd);
+    watch_drop();
     peers.n = 0;
 }
 
@@ -97,7 +217,9 @@ static void scan(uint64_t now)
     peers.next_scan = now + RESCAN_NS;
     drop_all();
     add_self();
-    int critical = 0;
+    int critical = 0, watch = watch_ok();
+    atomic_store_explicit(&wm.truncated, 0, memory_order_relaxed);
+    peers.watched = 1;
     DIR *d = peers.dir[0] ? opendir(peers.dir) : NULL;
     struct dirent *e;
     while (d && (e = readdir(d)) && peers.n < GS_CC_MAX_TENANTS) {
@@ -127,7 +249,11 @@ static void scan(uint64_t now)
             continue;
         snprintf(p->name, sizeof p->name, "%s",
                  p->limits.slice_id[0] ? p->limits.slice_id : e->d_name);
-        critical |= p->limits.priority == GS_PRIO_CRITICAL;
+        if (p->limits.priority == GS_PRIO_CRITICAL) {
+            critical = 1;
+            p->page = watch ? watch_map(p->fd) : NULL;
+            peers.watched &= p->page != NULL;
+        }
         peers.n++;
     }
     static int crowded_said; /* under cc.lock, as the list */
@@ -154,11 +280,14 @@ void gs_peers_refresh(uint64_t now)
         scan(now);
 }
 
-/* Another tenant's published header, copied out with one pread. */
-static int read_header(int fd, struct gs_ledger *hdr)
+/* Another tenant's published header, copied out of its page where mapped,
+ * else with one pread. */
+static int read_header(const struct peer *p, struct gs_ledger *hdr)
 {
     size_t want = offsetof(struct gs_ledger, slots);
-    if (pread(fd, hdr, want, 0) != (ssize_t)want)
+    if (p->page)
+        memcpy(hdr, p->page, want);
+    else if (pread(p->fd, hdr, want, 0) != (ssize_t)want)
         return -1;
     return gs_ledger_header_ok(hdr) ? 0 : -1;
 }
@@ -188,7 +317,7 @@ int gs_peers_view(struct gs_cc_tenant *t, int *self, uint64_t now)
         t[i].bound = p->limits.yield == GS_YIELD_BOUND || p->limits.yield == GS_YIELD_SHRINK;
         /* A dead tenant's claims go stale by themselves (demand after 100 ms,
          * a critical one's "busy" after GS_CC_CRIT_STALE_NS). */
-        t[i].alive = p->self || read_header(p->fd, &hdr) == 0;
+        t[i].alive = p->self || read_header(p, &hdr) == 0;
         if (!t[i].alive) {
             t[i].demand_ns = t[i].crit_launch_ns = t[i].crit_idle_ns = 0;
             t[i].crit_gap_ns = t[i].crit_gap_max_ns = 0;
@@ -209,4 +338,28 @@ int gs_peers_view(struct gs_cc_tenant *t, int *self, uint64_t now)
         }
     }
     return peers.n;
+}
+
+int gs_peers_watch(struct gs_peers_watched *w, int max)
+{
+    if (!peers.watched || atomic_load_explicit(&wm.truncated, memory_order_relaxed))
+        return -1;
+    int k = 0;
+    for (int i = 0; i < peers.n; i++) {
+        const struct peer *p = &peers.list[i];
+        if (p->self || !p->page)
+            continue;
+        if (k == max)
+            return -1;
+        struct gs_ledger *l = (struct gs_ledger *)p->page;
+        atomic_store_explicit(&w[k].l, l, memory_order_relaxed);
+        atomic_store_explicit(&w[k].launch,
+                              atomic_load_explicit(&l->crit_launch_ns, memory_order_relaxed),
+                              memory_order_relaxed);
+        atomic_store_explicit(&w[k].idle,
+                              atomic_load_explicit(&l->crit_idle_ns, memory_order_relaxed),
+                              memory_order_relaxed);
+        k++;
+    }
+    return k;
 }

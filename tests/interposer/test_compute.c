@@ -1979,6 +1979,68 @@ static void test_power_guard_remembers_between_bursts(void **st)
     assert_true(kept_all.be_pct >= forgot_all.be_pct - 6.0);
 }
 
+/* Where the caller watches the critical tenants' stamps at each launch
+ * (crit_watch), a decision next to an idle one lasts GS_CC_CRIT_WATCH_NS,
+ * bounded by the linger's end after its last request, a quarter of the way
+ * to the horizon, and the window's end; where it does not, or the power
+ * guard's duty is in force, or the critical tenant is busy (a bound tenant
+ * goes on), GS_CC_CRIT_POLL_NS. */
+static void test_watched_critical_decides_seldom(void **st)
+{
+    (void)st;
+    uint64_t now = 30 * SEC, wait;
+    struct gs_cc_tenant t[2] = {
+        {.key = 1, .alive = 1},
+        {.key = 2,
+         .critical = 1,
+         .alive = 1,
+         .crit_launch_ns = now - SEC - US,
+         .crit_idle_ns = now - SEC},
+    };
+    struct gs_cc_self me = {0};
+    assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_LAUNCH);
+    assert_int_equal(me.until, now + GS_CC_CRIT_POLL_NS); /* read at decisions only */
+    me.crit_watch = 1;
+    assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_LAUNCH);
+    assert_int_equal(me.until, now + GS_CC_CRIT_WATCH_NS);
+    /* its last request finished 1 ms ago: decided again at the linger's end */
+    t[1].crit_launch_ns = now - 2 * MS;
+    t[1].crit_idle_ns = now - 1 * MS;
+    assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_LAUNCH);
+    assert_int_equal(me.until, now - 1 * MS + GS_CC_CRIT_LINGER_NS);
+    /* busy (a bound tenant is not gated): looks again soon */
+    t[0].bound = 1;
+    t[1].crit_launch_ns = now - US;
+    assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_LAUNCH);
+    assert_int_equal(me.until, now + GS_CC_CRIT_POLL_NS);
+    t[0].bound = 0;
+    t[1].crit_launch_ns = now - SEC - US;
+    t[1].crit_idle_ns = now - SEC;
+    /* the power guard's duty in force: decisions take from its bucket */
+    t[0].duty = 50;
+    me.kernel_ns = 10 * US;
+    assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_LAUNCH);
+    assert_int_equal(me.until, now + GS_CC_CRIT_POLL_NS);
+    t[0].duty = 0;
+    /* the guard on gaps it learnt itself (no published rhythm): it holds by
+     * time alone, so decisions keep to the poll */
+    me.guard_ns = 600 * US;
+    me.ngaps = GS_CC_GUARD_GAPS;
+    for (int i = 0; i < GS_CC_GUARD_GAPS; i++)
+        me.gaps[i] = 10 * MS;
+    assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_LAUNCH);
+    assert_int_equal(me.until, now + GS_CC_CRIT_POLL_NS);
+    me.guard_ns = 0;
+    /* a share: the window's end bounds it too */
+    t[0].share = 50;
+    struct gs_cc_self w = {.crit_watch = 1};
+    uint64_t at = 40 * SEC + GS_CC_PERIOD_NS - 5 * MS; /* 5 ms before the period's end */
+    enum gs_cc_action a = gs_cc_before_launch(&w, t, 2, 0, at, GS_CC_PERIOD_NS, &wait);
+    assert_int_equal(a, GS_CC_LAUNCH);
+    assert_true(w.until <= w.window_end && w.until <= at + GS_CC_CRIT_WATCH_NS);
+    assert_true(w.until > at + GS_CC_CRIT_POLL_NS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2023,6 +2085,7 @@ int main(void)
         cmocka_unit_test(test_power_guard_steps),
         cmocka_unit_test(test_power_guard_holds_the_clock),
         cmocka_unit_test(test_power_guard_remembers_between_bursts),
+        cmocka_unit_test(test_watched_critical_decides_seldom),
     };
     return cmocka_run_group_tests_name("compute", tests, NULL, NULL);
 }

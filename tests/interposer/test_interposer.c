@@ -616,6 +616,71 @@ static void test_truncated_peer_ledger_is_harmless(void **st)
     assert_int_equal(field(run(&me, NULL, args), "launched "), 50);
 }
 
+/* args run in a best-effort slice (a 50 % share) next to a critical one
+ * idle for a second, the two in root/sub; the critical tenant's ledger is
+ * cut to nothing after_ms into the run (it was mapped by then). What the
+ * worker printed. */
+static uint64_t mono(void);
+static const char *run_critical_truncated(const char *sub, const char *extra_env, long after_ms,
+                                          const char *const *args)
+{
+    struct slice crit, me;
+    use_root(sub);
+    mkslice(&crit, GiB);
+    mkslice(&me, GiB);
+    use_root(NULL);
+    set_compute(&crit, 0, GS_PRIO_CRITICAL);
+    set_compute(&me, 50, GS_PRIO_BEST_EFFORT);
+    struct gs_ledger *cl = ledger(&crit);
+    uint64_t idle = mono() - 1000ull * 1000 * 1000;
+    atomic_store(&cl->crit_launch_ns, idle - 1000);
+    atomic_store(&cl->crit_idle_ns, idle);
+    gs_ledger_close(cl);
+    int fd;
+    pid_t pid = spawn(&me, extra_env, &fd, args);
+    struct timespec ts = {after_ms / 1000, after_ms % 1000 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(truncate(crit.p.ledger, 0), 0);
+    static char out[8192];
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fd, out + len, sizeof out - 1 - len)) > 0)
+        len += (size_t)n;
+    return reap(pid, fd, out, len, args);
+}
+
+/* A critical tenant's ledger is mapped by its best-effort neighbours (they
+ * read its stamps at each launch): one that truncates its file under them
+ * must not kill them. The worker launches for 600 ms next to an idle
+ * critical tenant; 200 ms in, the critical tenant's ledger is cut to
+ * nothing: the worker's next read of it would raise SIGBUS, which the
+ * interposer's handler turns into a page of zeros (the tenant then reads as
+ * gone), and every launch goes on. */
+static void test_truncated_critical_ledger_is_harmless(void **st)
+{
+    (void)st;
+    const char *args[] = {"direct", "launch-spread", "300", "600", NULL};
+    const char *out = run_critical_truncated("truncated-critical", NULL, 200, args);
+    assert_int_equal(field(out, "launched "), 300);
+}
+
+/* An application that sets a SIGBUS handler of its own after ours: at its
+ * next look at its peers (once a second) the interposer sees that and maps
+ * nothing any more (the critical tenant's stamps read with pread, decisions
+ * of 50 us), and says so; a critical tenant that then truncates its ledger
+ * reaches neither handler. The worker sets its handler (one that ends the
+ * process) after its first launch, and launches for 2 s; the ledger is cut
+ * 1.5 s in. */
+static void test_own_sigbus_handler_turns_the_watch_off(void **st)
+{
+    (void)st;
+    const char *args[] = {"direct", "own-sigbus", "400", "2000", NULL};
+    const char *out = run_critical_truncated("own-sigbus", "GPUSLICE_LOG_LEVEL=info", 1500, args);
+    assert_int_equal(field(out, "launched "), 400);
+    if (!strstr(out, "another SIGBUS handler replaced the interposer's"))
+        fail_msg("want the watch turned off, said: %s", out);
+}
+
 /* A stream-ordered pool is charged by what it reserves (it grows in chunks
  * beyond the requests), and uncharged when a trim gives memory back. */
 static void test_pool_charged_by_reservation(void **st)
@@ -1538,6 +1603,38 @@ static void test_peers_read_sparingly_next_to_critical(void **st)
         fail_msg("%ld reads for 1000 launches in %ld ms (bound %ld): %s", reads, ms, bound, out);
 }
 
+/* The critical tenant's stamps watched at each launch: next to one idle for
+ * long, a gated tenant's decisions last up to GS_CC_CRIT_WATCH_NS (20 ms)
+ * rather than 50 us, so 1,000 launches 60 us apart (60 ms) make a few
+ * decisions, not one each, and read next to nothing. (Read at decisions
+ * only, each of these launches would decide, with a pread.) */
+static void test_watched_critical_read_seldom(void **st)
+{
+    (void)st;
+    const char *args[] = {"direct", "gap-launch", "1000", "60", NULL};
+    use_root("watch");
+    const char *out =
+        run_next_to_critical_args(GS_YIELD_GATE, CRIT_IDLE_LONG, "GPUSLICE_LOG_LEVEL=debug", args);
+    use_root(NULL);
+    if (!strstr(out, "watching 1 latency-critical tenant(s) at each launch"))
+        fail_msg("want the critical tenant watched, said: %s", out);
+    const char *line = strstr(out, "gap launched ");
+    long launched = 0, reads = 0, ms = 0;
+    if (!line || sscanf(line, "gap launched %ld reads %ld ms %ld", &launched, &reads, &ms) != 3 ||
+        launched != 1000)
+        fail_msg("gap launches: %s", out);
+    print_message(
+        "1000 launches 60 us apart next to an idle critical tenant: %ld reads in %ld ms\n", reads,
+        ms);
+    if (reads < 0)
+        return; /* (no read calls counted here: /proc/self/io) */
+    /* a decision per 20 ms, the slices looked at again once a second (about
+     * 100 reads each time) */
+    long bound = 10 * (ms / 20 + 1) + 100 * (ms / 1000 + 1);
+    if (reads > bound)
+        fail_msg("%ld reads for 1000 launches in %ld ms (bound %ld): %s", reads, ms, bound, out);
+}
+
 /* The guard comes from the slice's limits (guard_us): a best-effort tenant
  * that gates says it is on, with its margin; a critical one says the setting
  * is not for it, and runs without. (What it decides: test_compute.c.) */
@@ -2080,6 +2177,7 @@ int main(void)
         cmocka_unit_test(test_kind_learned_only_alone),
         cmocka_unit_test(test_events_paced_next_to_idle_critical),
         cmocka_unit_test(test_peers_read_sparingly_next_to_critical),
+        cmocka_unit_test(test_watched_critical_read_seldom),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
         cmocka_unit_test(test_ptsz_events_on_the_threads_stream),
         cmocka_unit_test(test_streams_bounded_apart),
@@ -2111,6 +2209,8 @@ int main(void)
         cmocka_unit_test(test_graph_memory_charged),
         cmocka_unit_test(test_pool_without_attributes_charges_requests),
         cmocka_unit_test(test_truncated_peer_ledger_is_harmless),
+        cmocka_unit_test(test_truncated_critical_ledger_is_harmless),
+        cmocka_unit_test(test_own_sigbus_handler_turns_the_watch_off),
     };
     if (getenv("GS_TEST_CASE"))
         cmocka_set_test_filter(getenv("GS_TEST_CASE"));

@@ -678,6 +678,15 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+/* own-sigbus: the application's handler, which ends the process. */
+static void own_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)si;
+    (void)uc;
+    _exit(9);
+}
+
 /* Sleeps until at_ns (CLOCK_MONOTONIC), however far ahead. */
 static void sleep_until_ns(uint64_t at_ns)
 {
@@ -1368,6 +1377,20 @@ int main(int argc, char **argv)
                fake_count("gsfake_module_launches", NULL),
                fake_count("gsfake_calls", "cuModuleLoadData"));
         return 0;
+    }
+    if (!strcmp(s, "own-sigbus") && argc > 4) {
+        /* An application's own SIGBUS handler, set once CUDA is in use (after
+         * a first launch), then argv[3] launches spread over argv[4] ms: the
+         * interposer's next look at its peers sees its handler gone. */
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
+            return 4;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = own_sigbus;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, &sa, NULL);
+        s = "launch-spread";
     }
     if (!strcmp(s, "launch-spread") && argc > 4) {
         /* One request of argv[3] launches spread over argv[4] ms, then a
