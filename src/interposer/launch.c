@@ -78,11 +78,6 @@ static struct {
      * the guard's margin before it (0: not known), by which a launch must
      * end to go without a decision (cc_fits). */
     _Atomic uint64_t fit_by;
-    /* Next to critical tenants whose ledgers peers.c maps: their stamps as
-     * the last decision saw them (a launch that sees one moved decides), and
-     * how many (0: none watched; decisions then last GS_CC_CRIT_POLL_NS). */
-    struct gs_peers_watched watch[CRIT_WATCH_MAX];
-    _Atomic int watch_n;
     /* A latency-critical tenant: when its request under way began (its first
      * launch since a synchronisation), 0 = none; measured for the monitor. */
     _Atomic uint64_t request_from;
@@ -100,6 +95,12 @@ static struct {
     /* How far the hot path trusts the coarse clock (clock.h; 0: the precise
      * clock only): set at start, fitted on the slow path. */
     _Atomic uint64_t coarse_slack;
+    /* Next to critical tenants whose ledgers peers.c maps: how many (0: none
+     * watched; decisions then last GS_CC_CRIT_POLL_NS), and their stamps as
+     * the last decision saw them (a launch that sees one moved decides).
+     * (Last: the fields above keep their places, and the hot path its lines.) */
+    _Atomic int watch_n;
+    struct gs_peers_watched watch[CRIT_WATCH_MAX];
 } cc = {.lock = PTHREAD_MUTEX_INITIALIZER,
         .drain_over = PTHREAD_COND_INITIALIZER,
         .depth = CRIT_QUEUED};
