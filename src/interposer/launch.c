@@ -712,6 +712,10 @@ static inline void cc_before(CUstream s, uintptr_t kind)
          * due now): decide again. */
         if (GS_LIKELY(!gs_peers_any_critical()))
             return;
+        /* A launch measured meanwhile is learnt here (an atomic load where none
+         * is): with decisions of up to 20 ms (the watch) its kind would stay
+         * unknown until the next, an event after each of its launches. */
+        gs_ring_judge(alone_between);
         int depth = atomic_load_explicit(&cc.depth, memory_order_relaxed);
         /* A launch that would not end by the guard's margin is decided (and
          * held); the critical tenant idle, our launches' length. */
