@@ -449,21 +449,26 @@ int gs_ledger_reap_fd(struct gs_ledger *l, int fd, int self_slot, gs_ledger_aliv
 static __thread sigjmp_buf *fault_jmp;
 static struct sigaction prev_sigbus;
 
-static void on_sigbus(int sig, siginfo_t *si, void *uc)
+void gs_ledger_sigbus_pass(const struct sigaction *prev, int sig, siginfo_t *si, void *uc)
 {
-    if (fault_jmp)
-        siglongjmp(*fault_jmp, 1);
-    /* Not ours: what was there before decides (by default, the process dies). */
-    if (prev_sigbus.sa_flags & SA_SIGINFO) {
-        prev_sigbus.sa_sigaction(sig, si, uc);
+    if (prev->sa_flags & SA_SIGINFO) {
+        if (prev->sa_sigaction)
+            prev->sa_sigaction(sig, si, uc);
         return;
     }
-    if (prev_sigbus.sa_handler != SIG_IGN && prev_sigbus.sa_handler != SIG_DFL) {
-        prev_sigbus.sa_handler(sig);
+    if (prev->sa_handler != SIG_IGN && prev->sa_handler != SIG_DFL) {
+        prev->sa_handler(sig);
         return;
     }
     signal(SIGBUS, SIG_DFL);
     raise(SIGBUS);
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    if (fault_jmp)
+        siglongjmp(*fault_jmp, 1);
+    gs_ledger_sigbus_pass(&prev_sigbus, sig, si, uc); /* not ours */
 }
 
 int gs_ledger_reap_path(const char *path, gs_error *err)

@@ -30,6 +30,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -224,6 +225,12 @@ int gs_ledger_reap_fd(struct gs_ledger *l, int fd, int self_slot, gs_ledger_aliv
  * GS_EIO instead of killing the caller. Returns slots freed, or < 0. One
  * thread of a process at a time (it sets SIGBUS's handler for the section). */
 int gs_ledger_reap_path(const char *path, gs_error *err);
+
+/* For a SIGBUS handler set over another (prev, as sigaction returned it),
+ * given a SIGBUS that is not its own (no mapping of its own faulted): what
+ * was there before decides, as if the handler were not there; by default
+ * the process dies of it. Safe in a signal handler. */
+void gs_ledger_sigbus_pass(const struct sigaction *prev, int sig, siginfo_t *si, void *uc);
 /* Reaps at most once per GS_LEDGER_REAP_INTERVAL_NS across all processes
  * (gs_ledger_reap_fd's arguments). */
 int gs_ledger_maybe_reap(struct gs_ledger *l, uint64_t now_ns, int fd, int self_slot,

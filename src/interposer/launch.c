@@ -357,7 +357,7 @@ static int io_read_peers(void *ctx, uint64_t now, struct gs_cc_tenant *t, int *s
      * reads them: one that moves in between sends the next launch here. */
     int w = gs_peers_watch(cc.watch, CRIT_WATCH_MAX);
     atomic_store_explicit(&cc.watch_n, w > 0 ? w : 0, memory_order_relaxed);
-    if ((w > 0) != cc.self.crit_watch && (w != 0 || cc.self.crit_watch))
+    if ((w > 0) != cc.self.crit_watch)
         GS_LOGD(w > 0 ? "watching %d latency-critical tenant(s) at each launch: a decision next "
                         "to them idle lasts up to %.0f ms"
                       : "the latency-critical tenants' stamps are read at decisions only (%d "

@@ -44,8 +44,7 @@
  * decisions of 50 us, as for every other tenant. */
 #define WATCH_PAGES 8
 static struct {
-    void *page[WATCH_PAGES];          /* under cc.lock */
-    _Atomic(void *) bus[WATCH_PAGES]; /* the same, for the handler */
+    _Atomic(void *) page[WATCH_PAGES]; /* written under cc.lock, read by the handler too */
     int in_use[WATCH_PAGES];
     size_t size;
     int installed, off; /* our handler is in; the mapping is off for good */
@@ -68,7 +67,6 @@ static struct {
     struct peer list[GS_CC_MAX_TENANTS];
     int n;
     uint64_t next_scan;
-    int watched; /* every critical tenant's page is mapped */
 } peers;
 
 _Atomic int gs_peers_critical;
@@ -103,29 +101,14 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
     uintptr_t at = (uintptr_t)si->si_addr;
     for (int i = 0; i < WATCH_PAGES; i++) {
-        void *p = atomic_load_explicit(&wm.bus[i], memory_order_relaxed);
+        void *p = atomic_load_explicit(&wm.page[i], memory_order_relaxed);
         if (p && at - (uintptr_t)p < wm.size) {
             mmap(p, wm.size, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             atomic_store_explicit(&wm.truncated, 1, memory_order_relaxed);
             return;
         }
     }
-    if (wm.prev.sa_flags & SA_SIGINFO) {
-        if (wm.prev.sa_sigaction)
-            wm.prev.sa_sigaction(sig, si, uc);
-        return;
-    }
-    if (wm.prev.sa_handler != SIG_DFL && wm.prev.sa_handler != SIG_IGN) {
-        wm.prev.sa_handler(sig);
-        return;
-    }
-    /* The default: from a fault, the faulting read again finds it; sent, sent again. */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGBUS, &dfl, NULL);
-    if (si->si_code <= 0)
-        raise(SIGBUS);
+    gs_ledger_sigbus_pass(&wm.prev, sig, si, uc);
 }
 
 /* Whether pages may be mapped: our handler in (installed at the first), and
@@ -165,12 +148,11 @@ static const void *watch_map(int fd)
     for (int i = 0; i < WATCH_PAGES; i++) {
         if (wm.in_use[i])
             continue;
-        void *p =
-            mmap(wm.page[i], wm.size, PROT_READ, MAP_SHARED | (wm.page[i] ? MAP_FIXED : 0), fd, 0);
+        void *at = atomic_load_explicit(&wm.page[i], memory_order_relaxed);
+        void *p = mmap(at, wm.size, PROT_READ, MAP_SHARED | (at ? MAP_FIXED : 0), fd, 0);
         if (p == MAP_FAILED)
             return NULL; /* (a page of ours stays as it was: zeros) */
-        wm.page[i] = p;
-        atomic_store_explicit(&wm.bus[i], p, memory_order_relaxed);
+        atomic_store_explicit(&wm.page[i], p, memory_order_relaxed);
         wm.in_use[i] = 1;
         return p;
     }
@@ -182,7 +164,8 @@ static void watch_drop(void)
 {
     for (int i = 0; i < WATCH_PAGES; i++)
         if (wm.in_use[i]) {
-            mmap(wm.page[i], wm.size, PROT_READ, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            mmap(atomic_load_explicit(&wm.page[i], memory_order_relaxed), wm.size, PROT_READ,
+                 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             wm.in_use[i] = 0;
         }
 }
@@ -219,7 +202,6 @@ static void scan(uint64_t now)
     add_self();
     int critical = 0, watch = watch_ok();
     atomic_store_explicit(&wm.truncated, 0, memory_order_relaxed);
-    peers.watched = 1;
     DIR *d = peers.dir[0] ? opendir(peers.dir) : NULL;
     struct dirent *e;
     while (d && (e = readdir(d)) && peers.n < GS_CC_MAX_TENANTS) {
@@ -252,7 +234,6 @@ static void scan(uint64_t now)
         if (p->limits.priority == GS_PRIO_CRITICAL) {
             critical = 1;
             p->page = watch ? watch_map(p->fd) : NULL;
-            peers.watched &= p->page != NULL;
         }
         peers.n++;
     }
@@ -342,14 +323,14 @@ int gs_peers_view(struct gs_cc_tenant *t, int *self, uint64_t now)
 
 int gs_peers_watch(struct gs_peers_watched *w, int max)
 {
-    if (!peers.watched || atomic_load_explicit(&wm.truncated, memory_order_relaxed))
+    if (atomic_load_explicit(&wm.truncated, memory_order_relaxed))
         return -1;
     int k = 0;
     for (int i = 0; i < peers.n; i++) {
         const struct peer *p = &peers.list[i];
-        if (p->self || !p->page)
+        if (p->self || p->limits.priority != GS_PRIO_CRITICAL)
             continue;
-        if (k == max)
+        if (!p->page || k == max)
             return -1;
         struct gs_ledger *l = (struct gs_ledger *)p->page;
         atomic_store_explicit(&w[k].l, l, memory_order_relaxed);

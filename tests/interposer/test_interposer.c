@@ -1566,6 +1566,17 @@ static void test_events_paced_next_to_idle_critical(void **st)
     use_root(NULL);
 }
 
+/* gs-worker gap-launch 1000's output: all launched, and the read calls made
+ * (-1: not counted) in how many ms. */
+static void gap_reads(const char *out, long *reads, long *ms)
+{
+    const char *line = strstr(out, "gap launched ");
+    long launched = 0;
+    if (!line || sscanf(line, "gap launched %ld reads %ld ms %ld", &launched, reads, ms) != 3 ||
+        launched != 1000)
+        fail_msg("gap launches: %s", out);
+}
+
 /* Beside a critical tenant each decision lasts 50 us and reads the others'
  * headers, a pread each: the best-effort neighbours' are read again only
  * once a millisecond (their demand and windows change on the scale of
@@ -1587,11 +1598,8 @@ static void test_peers_read_sparingly_next_to_critical(void **st)
     const char *out =
         run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, "GS_FAKE_KERNEL_US=5", args);
     use_root(NULL);
-    const char *line = strstr(out, "gap launched ");
-    long launched = 0, reads = 0, ms = 0;
-    if (!line || sscanf(line, "gap launched %ld reads %ld ms %ld", &launched, &reads, &ms) != 3 ||
-        launched != 1000)
-        fail_msg("gap launches: %s", out);
+    long reads = 0, ms = 0;
+    gap_reads(out, &reads, &ms);
     if (reads < 0) {
         print_message("the kernel counts no read calls here (/proc/self/io): not checked\n");
         return;
@@ -1618,11 +1626,8 @@ static void test_watched_critical_read_seldom(void **st)
     use_root(NULL);
     if (!strstr(out, "watching 1 latency-critical tenant(s) at each launch"))
         fail_msg("want the critical tenant watched, said: %s", out);
-    const char *line = strstr(out, "gap launched ");
-    long launched = 0, reads = 0, ms = 0;
-    if (!line || sscanf(line, "gap launched %ld reads %ld ms %ld", &launched, &reads, &ms) != 3 ||
-        launched != 1000)
-        fail_msg("gap launches: %s", out);
+    long reads = 0, ms = 0;
+    gap_reads(out, &reads, &ms);
     print_message(
         "1000 launches 60 us apart next to an idle critical tenant: %ld reads in %ld ms\n", reads,
         ms);
