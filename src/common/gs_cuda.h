@@ -15,6 +15,7 @@
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
+typedef uint32_t cuuint32_t;
 typedef uint64_t cuuint64_t;
 typedef unsigned long long CUmemGenericAllocationHandle;
 typedef struct CUctx_st *CUcontext;
@@ -169,6 +170,9 @@ typedef enum CUstreamCaptureMode_enum {
 #define CU_STREAM_PER_THREAD ((CUstream)0x2) /* the calling thread's default stream */
 #define CU_STREAM_NON_BLOCKING_FLAG 0x1      /* cuda.h: CU_STREAM_NON_BLOCKING */
 #define CU_EVENT_DISABLE_TIMING_FLAG 0x2     /* cuda.h: CU_EVENT_DISABLE_TIMING */
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01     /* ... pinned for every context of the process */
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02    /* host memory the GPU may write (stream memory ops) */
+#define CU_STREAM_WRITE_VALUE_DEFAULT 0x0
 
 /* Green contexts (CUDA 12.4+): a context over a subset of the GPU's SMs.
  * CUdevResource has the driver's layout (checked by tests/cuda_decls): the

@@ -199,6 +199,11 @@
     X(cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd),                    \
       (pMilliseconds, hStart, hEnd), HELPER)                                                       \
     X(cuEventDestroy_v2, (CUevent hEvent), (hEvent), HELPER)                                       \
+    X(cuStreamWriteValue32_v2,                                                                     \
+      (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),                   \
+      (stream, addr, value, flags), HELPER)                                                        \
+    X(cuMemHostGetDevicePointer_v2, (CUdeviceptr * pdptr, void *p, unsigned int Flags),            \
+      (pdptr, p, Flags), HELPER)                                                                   \
     X(cuMemAddressReserve,                                                                         \
       (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,                         \
        unsigned long long flags),                                                                  \

@@ -27,15 +27,27 @@
  * after each. The events of all streams share GS_RING_POOL slots; once they
  * are all taken, a recording first waits for the oldest of them all.
  *
+ * Next to an idle critical tenant, where our launches wait for the host (the
+ * older mark was found reached at its first look) and the driver offers
+ * stream memory operations, a slot's mark is not an event but a word the GPU
+ * writes into a page of ours once the work before it is done
+ * (cuStreamWriteValue32), which the host reads instead of querying an event:
+ * a query of a reached event cost 1.2-1.6 us on the H100 and H200, as much
+ * as half a launch, a load nanoseconds. But the GPU takes ~2 us over a
+ * write, an event nothing: where the GPU is what our launches wait for,
+ * events (MARKS below; docs/benchmarks.md).
+ *
  * ring.lock guards the slots: it is held for their bookkeeping and for the
- * driver's event calls on them (create, record, query: none of them waits for
- * the GPU), never across a sleep, a spin or a launch, and no other lock is
- * taken under it. The launch counters are atomics: a launch that records
- * nothing takes no lock. */
+ * driver's event calls on them (create, record, query, a mark's write: none
+ * of them waits for the GPU), never across a sleep, a spin or a launch, and
+ * no other lock is taken under it. The launch counters are atomics: a launch
+ * that records nothing takes no lock. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common/log.h"
 #include "interposer/clock.h"
@@ -177,7 +189,238 @@ static struct {
     } m;
     _Atomic uint64_t m_next, m_block;
     _Atomic int pending;
+    /* Each slot's mark: 0, its event; else a word of the marks' page, + 1. */
+    unsigned short mark[GS_RING_POOL];
 } ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START, .cover = CRIT_COVER_NS};
+
+/* MARKS. A page of ours, page-locked and mapped for the device by one context
+ * (cuMemHostRegister: a page the driver allocated would go with its
+ * context, and a read of it after that would fault; the registration goes
+ * with it, and the next context registers a page anew), holds MARK_WORDS words;
+ * a mark is a write of a fresh value into a free word, after the launch, on
+ * its stream; it is reached when the word holds that value. A word is free
+ * once its value was seen; a slot taken over while its mark was outstanding
+ * (the pool full) leaves its word an orphan, free once its write is seen
+ * (a later write to it could otherwise land before the old one, and the new
+ * mark would never be seen). Launches of another context, and any once no
+ * word is free, get events. The first mark is checked: an event recorded
+ * after it must not be reached before the word is written, else (a platform
+ * where the GPU's writes do not reach the host's view) events from then on;
+ * until that check, other slots get events. GPUSLICE_MARKS=events turns
+ * marks off (a comparison, or a driver that misbehaves). The page is not
+ * inherited by a forked child (MADV_DONTFORK): its marks start afresh. */
+enum { MARK_WORDS = 1024 };
+#define MARK_CHECKED UINT64_MAX
+/* Whether our work waits for the host, as a score: up one (to HOST_MAX) for
+ * each record found reached at its first look, down HOST_DOWN for each
+ * found queued; marks where it is at least HOST_MARKS. */
+enum { HOST_MAX = 8, HOST_DOWN = 2, HOST_MARKS = 4 };
+static _Atomic int host_bound;
+
+/* A record's first look (next to a critical tenant): reached or not. */
+static void first_look(int reached)
+{
+    int h = atomic_load_explicit(&host_bound, memory_order_relaxed);
+    h = reached ? (h < HOST_MAX ? h + 1 : h) : (h > HOST_DOWN ? h - HOST_DOWN : 0);
+    atomic_store_explicit(&host_bound, h, memory_order_relaxed);
+}
+static struct {
+    _Atomic uint32_t *word;    /* the page (NULL: none yet) */
+    CUcontext ctx;             /* registered in */
+    CUdeviceptr dptr;          /* the page's address for the device there */
+    uint32_t want[MARK_WORDS]; /* the value each word waits for (0: free) */
+    unsigned char orphan[MARK_WORDS];
+    uint32_t value; /* the last value written */
+    unsigned next;  /* where the search for a free word starts */
+    int off;        /* events only (said why) */
+    int env_read;
+    uint64_t check; /* the recording whose mark is checked (0: none yet; MARK_CHECKED: done) */
+    CUevent check_ev;
+} mk;
+
+/* Under ring.lock: marks given up, for a reason said once. */
+static void marks_off(const char *why, CUresult rc)
+{
+    mk.off = 1;
+    GS_LOGI("our work's marks: events from now on (%s, CUresult %d)", why, (int)rc);
+}
+
+/* Under ring.lock: the page, made and registered in cur. */
+static int marks_setup(CUcontext cur)
+{
+    if (!mk.env_read) {
+        mk.env_read = 1;
+        const char *e = getenv("GPUSLICE_MARKS");
+        if (e && strcmp(e, "events") == 0) {
+            mk.off = 1;
+            GS_LOGD("our work's marks: events (GPUSLICE_MARKS=events)");
+            return 0;
+        }
+        if (e && *e && strcmp(e, "memory") != 0)
+            GS_LOGW("GPUSLICE_MARKS=%s is not 'memory' or 'events': 'memory' (the default) used",
+                    e);
+    }
+    if (!gs_g.real.cuStreamWriteValue32_v2 || !gs_g.real.cuMemHostRegister_v2 ||
+        !gs_g.real.cuMemHostGetDevicePointer_v2) {
+        mk.off = 1;
+        GS_LOGD("our work's marks: events (the driver has no stream memory operations)");
+        return 0;
+    }
+    size_t len = MARK_WORDS * sizeof(uint32_t);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        marks_off("no page for them", CUDA_ERROR_OUT_OF_MEMORY);
+        return 0;
+    }
+    (void)madvise(p, len, MADV_DONTFORK);
+    /* (portable: mapped in the process's other contexts too, so a launch onto a
+     * stream of a context not current, which the driver allows, writes where
+     * its GPU can reach) */
+    CUresult rc = gs_g.real.cuMemHostRegister_v2(
+        p, len, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+    CUdeviceptr d = 0;
+    if (rc == CUDA_SUCCESS &&
+        (rc = gs_g.real.cuMemHostGetDevicePointer_v2(&d, p, 0)) != CUDA_SUCCESS &&
+        gs_g.real.cuMemHostUnregister)
+        gs_g.real.cuMemHostUnregister(p);
+    if (rc != CUDA_SUCCESS) {
+        munmap(p, len);
+        marks_off("our page could not be mapped for the device", rc);
+        return 0;
+    }
+    mk.word = p;
+    mk.ctx = cur;
+    mk.dptr = d;
+    memset(mk.want, 0, sizeof mk.want);
+    memset(mk.orphan, 0, sizeof mk.orphan);
+    mk.next = 0;
+    return 1;
+}
+
+/* Under ring.lock: the page's end with its context (alive: not yet
+ * destroyed, the registration ours to undo); the marks outstanding in it
+ * are dropped by the caller. */
+static void marks_end(int alive)
+{
+    size_t len = MARK_WORDS * sizeof(uint32_t);
+    if (alive && gs_g.real.cuMemHostUnregister)
+        gs_g.real.cuMemHostUnregister((void *)mk.word);
+    munmap((void *)mk.word, len);
+    mk.word = NULL;
+    mk.ctx = NULL;
+    if (mk.check_ev && alive && gs_g.real.cuEventDestroy_v2)
+        gs_g.real.cuEventDestroy_v2(mk.check_ev);
+    mk.check_ev = NULL;
+    if (mk.check != MARK_CHECKED)
+        mk.check = 0;
+}
+
+/* Under ring.lock: whether word w's write has landed. */
+static int landed(unsigned w)
+{
+    return atomic_load_explicit(&mk.word[w], memory_order_acquire) == mk.want[w];
+}
+
+/* Under ring.lock: a free word (-1: none). */
+static int word_get(void)
+{
+    for (unsigned k = 0; k < MARK_WORDS; k++) {
+        unsigned w = (mk.next + k) % MARK_WORDS;
+        if (!mk.want[w] || (mk.orphan[w] && landed(w))) {
+            mk.next = w + 1;
+            mk.want[w] = 0;
+            mk.orphan[w] = 0;
+            return (int)w;
+        }
+    }
+    return -1;
+}
+
+/* Under ring.lock: slot's mark is no longer its (taken over, or dropped
+ * unseen): an outstanding word is left an orphan. */
+static void unmark(int slot)
+{
+    if (!ring.mark[slot])
+        return;
+    unsigned w = ring.mark[slot] - 1u;
+    if (mk.word && mk.want[w] && !landed(w))
+        mk.orphan[w] = 1;
+    else if (mk.word)
+        mk.want[w] = 0;
+    if (mk.check != MARK_CHECKED && ring.seq[slot] == mk.check)
+        mk.check = 0; /* the next mark is checked instead */
+    ring.mark[slot] = 0;
+}
+
+/* Under ring.lock: marks slot's work on s with a write (1), or not (0: an
+ * event instead). The first mark is followed by the event that checks it. */
+static int mark(int slot, CUstream s, CUcontext cur)
+{
+    if (mk.off || !cur || (mk.word ? mk.ctx != cur : !marks_setup(cur)))
+        return 0;
+    int checking = mk.check != MARK_CHECKED;
+    if (checking && mk.check) /* one unchecked mark at a time */
+        return 0;
+    if (checking && !mk.check_ev &&
+        gs_g.real.cuEventCreate(&mk.check_ev, CU_EVENT_DISABLE_TIMING_FLAG) != CUDA_SUCCESS) {
+        mk.check_ev = NULL;
+        return 0;
+    }
+    int w = word_get();
+    if (w < 0)
+        return 0;
+    uint32_t v = ++mk.value ? mk.value : ++mk.value;
+    CUresult rc = gs_g.real.cuStreamWriteValue32_v2(s, mk.dptr + (CUdeviceptr)w * sizeof(uint32_t),
+                                                    v, CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (rc != CUDA_SUCCESS) {
+        marks_off("the GPU's write into our page was refused", rc);
+        return 0;
+    }
+    if (checking && gs_g.real.cuEventRecord(mk.check_ev, s) != CUDA_SUCCESS) {
+        /* written, but not to be relied on unchecked: the word stays taken
+         * until it lands, and the slot gets its event */
+        mk.want[w] = v;
+        mk.orphan[w] = 1;
+        return 0;
+    }
+    unmark(slot);
+    mk.want[w] = v;
+    ring.mark[slot] = (unsigned short)(w + 1);
+    if (checking)
+        mk.check = ring.recorded + 1; /* the recording this one becomes */
+    return 1;
+}
+
+/* Under ring.lock: whether slot's mark is reached (CUDA_SUCCESS: its word
+ * free again) or not yet (CUDA_ERROR_NOT_READY). */
+static CUresult mark_query(int slot)
+{
+    unsigned w = ring.mark[slot] - 1u;
+    if (mk.check != MARK_CHECKED && ring.seq[slot] == mk.check) {
+        CUstreamCaptureMode mode; /* (relaxed, as query's) */
+        int relaxed = gs_capture_relax(&mode);
+        CUresult q = gs_g.real.cuEventQuery(mk.check_ev);
+        gs_capture_restore(relaxed, mode);
+        if (q == CUDA_ERROR_NOT_READY)
+            return q;
+        if (landed(w)) {
+            mk.check = MARK_CHECKED;
+            GS_LOGD("our work's marks: words the GPU writes into our memory (checked against "
+                    "an event)");
+        } else {
+            unmark(slot);
+            marks_off("the GPU's write into our page was not seen by the time an event after "
+                      "it was reached",
+                      q);
+            return CUDA_SUCCESS;
+        }
+    }
+    if (!landed(w))
+        return CUDA_ERROR_NOT_READY;
+    mk.want[w] = 0;
+    ring.mark[slot] = 0;
+    return CUDA_SUCCESS;
+}
 
 /* Under ring.lock. The oldest outstanding event (of stream k; NULL: of any),
  * -1 if none; and how many k has outstanding. */
@@ -203,6 +446,8 @@ static int outstanding(struct key k)
  * another thread's capture). */
 static CUresult query(int i)
 {
+    if (ring.mark[i])
+        return mark_query(i);
     CUstreamCaptureMode mode;
     int relaxed = gs_capture_relax(&mode);
     CUresult q = gs_g.real.cuEventQuery ? gs_g.real.cuEventQuery(ring.ev[i]) : CUDA_SUCCESS;
@@ -223,6 +468,7 @@ static void requeue(void)
 
 static void drop(int i)
 {
+    unmark(i);
     ring.seq[i] = 0;
     atomic_store_explicit(&ring.n, atomic_load_explicit(&ring.n, memory_order_relaxed) - 1,
                           memory_order_relaxed);
@@ -258,10 +504,14 @@ int gs_ring_bound(CUstream s)
     return waited;
 }
 
-/* Under ring.lock: records slot's event on s, making the event first (in
- * the current context) if the slot has none. */
-static CUresult record(int slot, CUstream s)
+/* Under ring.lock: marks slot's work on s, with a write into our page where
+ * marks are on, else with the slot's event, making it first (in the current
+ * context) if the slot has none. */
+static CUresult record(int slot, CUstream s, int may_mark)
 {
+    if (may_mark && atomic_load_explicit(&host_bound, memory_order_relaxed) >= HOST_MARKS &&
+        mark(slot, s, gs_current_ctx()))
+        return CUDA_SUCCESS;
     if (!ring.ev[slot]) {
         if (gs_g.real.cuEventCreate(&ring.ev[slot], CU_EVENT_DISABLE_TIMING_FLAG) != CUDA_SUCCESS) {
             ring.ev[slot] = NULL;
@@ -269,7 +519,10 @@ static CUresult record(int slot, CUstream s)
         }
         ring.ctx[slot] = gs_current_ctx();
     }
-    return gs_g.real.cuEventRecord(ring.ev[slot], s);
+    CUresult rc = gs_g.real.cuEventRecord(ring.ev[slot], s);
+    if (rc == CUDA_SUCCESS)
+        unmark(slot);
+    return rc;
 }
 
 /* Without a critical tenant, which launches record: each thread counts its
@@ -639,7 +892,8 @@ void gs_ring_record(CUstream s, enum gs_ring_mode mode, uintptr_t kind)
     int was_free = slot >= 0;
     if (!was_free)
         slot = oldest(NULL);
-    CUresult rc = record(slot, s);
+    int may_mark = mode == GS_RING_CRIT_IDLE;
+    CUresult rc = record(slot, s, may_mark);
     if (rc != CUDA_SUCCESS && was_free && ring.ev[slot]) {
         /* Its event was made in another context (a process with two): a free
          * one of this context's, or a free slot to make one in. */
@@ -647,7 +901,7 @@ void gs_ring_record(CUstream s, enum gs_ring_mode mode, uintptr_t kind)
         for (int i = 0; i < GS_RING_POOL && cur && ring.ctx[slot] != cur; i++)
             if (!ring.seq[i] && (!ring.ev[i] || ring.ctx[i] == cur)) {
                 slot = i;
-                rc = record(slot, s);
+                rc = record(slot, s, may_mark);
             }
     }
     if (rc == CUDA_SUCCESS) {
@@ -766,7 +1020,10 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
     while (count(k) > max) {
         int h = oldest(k);
         uint64_t tq = paced ? gs_clock_ns() : 0;
-        if (query(h) == CUDA_ERROR_NOT_READY) {
+        CUresult q = query(h);
+        if (crit && waited_for != ring.seq[h])
+            first_look(q != CUDA_ERROR_NOT_READY);
+        if (q == CUDA_ERROR_NOT_READY) {
             busy = tq;
             began = began ? began : tq;
             if (max > 0 && !k) {
@@ -847,6 +1104,13 @@ void gs_ring_ctx_end(CUcontext ctx, int alive)
 {
     pthread_mutex_lock(&ring.lock);
     int any = 0;
+    if (mk.word && mk.ctx == ctx) { /* its marks, then the page */
+        for (int i = 0; i < GS_RING_POOL; i++)
+            if (ring.mark[i] && ring.seq[i])
+                drop(i);
+        marks_end(alive);
+        any = 1;
+    }
     for (int i = 0; i < GS_RING_POOL; i++)
         if (ring.ev[i] && ring.ctx[i] == ctx) {
             /* Destroyed while the context lives; once it has ended the
@@ -855,7 +1119,7 @@ void gs_ring_ctx_end(CUcontext ctx, int alive)
                 gs_g.real.cuEventDestroy_v2(ring.ev[i]);
             ring.ev[i] = NULL;
             ring.ctx[i] = NULL;
-            if (ring.seq[i]) /* what was outstanding ended with the context */
+            if (ring.seq[i] && !ring.mark[i]) /* what was outstanding ended with the context */
                 drop(i);
             any = 1;
         }
@@ -883,7 +1147,15 @@ void gs_ring_after_fork(void)
         ring.ev[i] = NULL;
         ring.ctx[i] = NULL;
         ring.seq[i] = 0;
+        ring.mark[i] = 0;
     }
+    /* The marks' page is not the child's (MADV_DONTFORK): its own is made as
+     * it needs one; whether marks are off, and checked, stays. */
+    mk.word = NULL;
+    mk.ctx = NULL;
+    mk.check_ev = NULL;
+    if (mk.check != MARK_CHECKED)
+        mk.check = 0;
     atomic_store(&ring.n, 0);
     atomic_store(&ring.queued, 0);
     atomic_store(&ring.pending, 0);
@@ -897,6 +1169,7 @@ void gs_ring_after_fork(void)
     kinds_forget();
     atomic_store(&ring.crit_last, 0);
     atomic_store(&ring.crit_multi_at, 0);
+    atomic_store(&host_bound, 0);
     memset(&ring.m, 0, sizeof ring.m);
     atomic_store(&ring.m_next, 0);
     atomic_store(&ring.m_block, 0);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/quantity.h"
 #include "fake_env.h"
@@ -139,6 +140,8 @@ static const int entry_version[E_COUNT] = {
     [E_cuEventElapsedTime] = 2000,
     [E_cuEventSynchronize] = 2000,
     [E_cuEventDestroy_v2] = 4000,
+    [E_cuStreamWriteValue32_v2] = 11070,
+    [E_cuMemHostGetDevicePointer_v2] = 3020,
     [E_cuMemGetAllocationGranularity] = 10020,
     [E_cuMemPoolSetAttribute] = 11020,
     [E_cuDeviceGetDevResource] = 12040,
@@ -185,6 +188,7 @@ struct rec {
     int capture;         /* K_STREAM: 0 none, 1 capturing, 2 capturing, invalidated */
     int capture_mode;    /* K_STREAM: its capture's CUstreamCaptureMode */
     struct ctx *ctx;     /* the context it was made in (NULL: none, or a green context's) */
+    unsigned host_flags; /* K_HOST, K_HOSTREG: the flags it was made with */
 };
 
 struct pool {
@@ -228,6 +232,7 @@ static struct {
     uint64_t launch_ns; /* the host time of every launch, spun (GS_FAKE_LAUNCH_NS) */
     uint64_t graph_mem; /* graph memory a graph's launch reserves (GS_FAKE_GRAPH_MEM) */
     bool capture;       /* streams of cuStreamCreate say they are captured (GS_FAKE_CAPTURE) */
+    bool writes_lost;   /* stream memory writes never land (GS_FAKE_WRITES_LOST) */
     bool invalidated;   /* ... and a call the capture forbids came: it is invalidated */
     int driver_version;
     char name[256];
@@ -276,6 +281,7 @@ static void read_config(void)
     st.launch_ns = (uint64_t)fake_env_int("GS_FAKE_LAUNCH_NS", 0, 0, 1000000000LL);
     st.graph_mem = fake_env_bytes("GS_FAKE_GRAPH_MEM", 0);
     st.capture = fake_env_int("GS_FAKE_CAPTURE", 0, 0, 1) == 1;
+    st.writes_lost = fake_env_int("GS_FAKE_WRITES_LOST", 0, 0, 1) == 1;
     st.driver_version =
         (int)fake_env_int("GS_FAKE_DRIVER_VERSION", DEFAULT_DRIVER_VERSION, 2000, 99990);
     fake_env_sim_name(fake_env_str("GS_FAKE_NAME", "gpuslice simulated GPU"), st.name,
@@ -467,8 +473,15 @@ static struct rec *stream_rec(CUstream s)
     return rec_find(K_STREAM, (uint64_t)(uintptr_t)s);
 }
 
+static void writes_forget(uint64_t addr, size_t size);
+static void writes_flush(void);
+
 static void rec_del(struct rec *r)
 {
+    /* The device no longer reaches host memory unmapped for it: writes
+     * still queued there never land. */
+    if (r->kind & (K_HOST | K_HOSTREG))
+        writes_forget(r->addr, r->size);
     *r = st.recs[--st.nrecs];
 }
 
@@ -1237,11 +1250,13 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
     if (c && (rc = charge(dev, c)) != CUDA_SUCCESS)
         return rc;
     void *p = malloc(bytesize);
-    if (!p || !rec_add(K_HOST, (uint64_t)(uintptr_t)p, bytesize, c, c ? dev : -1)) {
+    struct rec *r = p ? rec_add(K_HOST, (uint64_t)(uintptr_t)p, bytesize, c, c ? dev : -1) : NULL;
+    if (!r) {
         free(p);
         uncharge(c ? dev : -1, c);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    r->host_flags = flags;
     *pp = p;
     return CUDA_SUCCESS;
 }
@@ -1283,8 +1298,10 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
         if (st.recs[i].kind == K_HOSTREG &&
             overlaps(st.recs[i].addr, st.recs[i].size, (uintptr_t)p, bytesize))
             return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-    if (!rec_add(K_HOSTREG, (uintptr_t)p, bytesize, 0, -1))
+    struct rec *r = rec_add(K_HOSTREG, (uintptr_t)p, bytesize, 0, -1);
+    if (!r)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    r->host_flags = Flags;
     return CUDA_SUCCESS;
 }
 
@@ -1515,6 +1532,7 @@ static CUresult sync_wait(CUstream s, bool whole_device, CUcontext ctx)
             until = now_ns() + st.sync_ns;
     }
     sleep_until(until);
+    writes_flush();
     LOCKED();
     pools_settle(dev);
     return CUDA_SUCCESS;
@@ -1552,7 +1570,10 @@ static CUresult stream_query(CUstream s)
     CUresult rc = stream_queue(s, &dev, &busy);
     if (rc != CUDA_SUCCESS)
         return rc;
-    return now_ns() < *busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+    if (now_ns() < *busy)
+        return CUDA_ERROR_NOT_READY;
+    writes_flush();
+    return CUDA_SUCCESS;
 }
 
 CUresult cuStreamQuery(CUstream hStream)
@@ -2199,7 +2220,10 @@ CUresult cuEventQuery(CUevent hEvent)
         return erc;
     if ((erc = capture_hazard(false)) != CUDA_SUCCESS)
         return erc;
-    return !ev->recorded || now_ns() >= ev->done_at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    if (ev->recorded && now_ns() < ev->done_at)
+        return CUDA_ERROR_NOT_READY;
+    writes_flush();
+    return CUDA_SUCCESS;
 }
 
 /* As the driver: both recorded and reached, neither made without timing. */
@@ -2238,6 +2262,7 @@ CUresult cuEventSynchronize(CUevent hEvent)
         until = ev->recorded ? ev->done_at : 0;
     }
     sleep_until(until);
+    writes_flush();
     return CUDA_SUCCESS;
 }
 
@@ -2257,6 +2282,180 @@ CUresult cuEventDestroy_v2(CUevent hEvent)
     ev->magic = 0;
     free(ev);
     return CUDA_SUCCESS;
+}
+
+/* ---- stream memory operations (CUDA 11.7+: the _v2 entry points).
+ * cuStreamWriteValue32 writes a word into host memory the device may reach
+ * once the work its stream had queued before it is done (simulated time),
+ * as the GPU would: a thread of the fake writes it then, so the host sees it
+ * by reading memory alone. The real GPU faults on an address it cannot reach
+ * (the context is lost): the fake aborts there, saying so, so a test sees
+ * it. GS_FAKE_WRITES_LOST=1: writes are accepted and never land (a platform
+ * where the GPU's writes do not reach the host's view). ---- */
+
+struct fake_write {
+    _Atomic uint32_t *at;
+    uint32_t value;
+    uint64_t due;
+};
+static struct {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    struct fake_write *q; /* in the order written: one stream's land in order */
+    size_t n, cap;
+    pid_t pid; /* the process whose writer runs (another: a forked child's first) */
+} writes = {.m = PTHREAD_MUTEX_INITIALIZER};
+
+static void *writer(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&writes.m);
+    for (;;) {
+        if (!writes.n) {
+            pthread_cond_wait(&writes.cv, &writes.m);
+            continue;
+        }
+        size_t first = 0;
+        for (size_t i = 1; i < writes.n; i++)
+            if (writes.q[i].due < writes.q[first].due)
+                first = i;
+        uint64_t due = writes.q[first].due;
+        if (due > now_ns()) {
+            struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull),
+                                  .tv_nsec = (long)(due % 1000000000ull)};
+            pthread_cond_timedwait(&writes.cv, &writes.m, &ts);
+            continue;
+        }
+        atomic_store_explicit(writes.q[first].at, writes.q[first].value, memory_order_release);
+        memmove(&writes.q[first], &writes.q[first + 1], (writes.n - first - 1) * sizeof *writes.q);
+        writes.n--;
+    }
+    return NULL;
+}
+
+static void writes_forget(uint64_t addr, size_t size)
+{
+    pthread_mutex_lock(&writes.m);
+    size_t k = 0;
+    for (size_t i = 0; i < writes.n; i++) {
+        uint64_t at = (uint64_t)(uintptr_t)writes.q[i].at;
+        if (writes.pid != getpid() || at < addr || at >= addr + size)
+            writes.q[k++] = writes.q[i];
+    }
+    writes.n = writes.pid == getpid() ? k : writes.n;
+    pthread_mutex_unlock(&writes.m);
+}
+
+/* Lands every write whose time has come: whatever the host learns is done
+ * (an event, a stream, a sync) comes after the writes before it, as the
+ * GPU's do, whenever the writer thread wakes. */
+static void writes_flush(void)
+{
+    pthread_mutex_lock(&writes.m);
+    uint64_t now = now_ns();
+    size_t k = 0;
+    for (size_t i = 0; i < writes.n; i++) {
+        if (writes.pid == getpid() && writes.q[i].due <= now)
+            atomic_store_explicit(writes.q[i].at, writes.q[i].value, memory_order_release);
+        else
+            writes.q[k++] = writes.q[i];
+    }
+    writes.n = k;
+    pthread_mutex_unlock(&writes.m);
+}
+
+/* Queues a write for its time, starting the writer in this process first. */
+static CUresult write_later(_Atomic uint32_t *at, uint32_t value, uint64_t due)
+{
+    pthread_mutex_lock(&writes.m);
+    if (writes.pid != getpid()) {
+        pthread_condattr_t a;
+        pthread_condattr_init(&a);
+        pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+        pthread_cond_init(&writes.cv, &a);
+        pthread_condattr_destroy(&a);
+        writes.n = 0; /* a forked child's: the parent's GPU writes for the parent */
+        pthread_t t;
+        if (pthread_create(&t, NULL, writer, NULL) != 0) {
+            pthread_mutex_unlock(&writes.m);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        pthread_detach(t);
+        writes.pid = getpid();
+    }
+    if (writes.n == writes.cap) {
+        size_t cap = writes.cap ? 2 * writes.cap : 64;
+        struct fake_write *q = realloc(writes.q, cap * sizeof *q);
+        if (!q) {
+            pthread_mutex_unlock(&writes.m);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        writes.q = q;
+        writes.cap = cap;
+    }
+    writes.q[writes.n++] = (struct fake_write){at, value, due};
+    pthread_cond_signal(&writes.cv);
+    pthread_mutex_unlock(&writes.m);
+    return CUDA_SUCCESS;
+}
+
+/* The host memory record the device may reach that holds [p, p + n). */
+static struct rec *host_reached(uint64_t p, size_t n)
+{
+    for (size_t i = 0; i < st.nrecs; i++) {
+        struct rec *r = &st.recs[i];
+        if ((r->kind == K_HOST ||
+             (r->kind == K_HOSTREG && (r->host_flags & CU_MEMHOSTREGISTER_DEVICEMAP))) &&
+            p >= r->addr && p + n <= r->addr + r->size)
+            return r;
+    }
+    return NULL;
+}
+
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+    ENTER(cuMemHostGetDevicePointer_v2);
+    NEED_INIT();
+    if (!pdptr || !p || Flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!host_reached((uint64_t)(uintptr_t)p, 1))
+        return CUDA_ERROR_INVALID_VALUE;
+    *pdptr = (CUdeviceptr)(uintptr_t)p; /* unified addressing: the same address */
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                 unsigned int flags)
+{
+    ENTER(cuStreamWriteValue32_v2);
+    NEED_INIT();
+    if (flags || (addr & 3))
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev;
+    uint64_t *busy;
+    CUresult rc = stream_queue(stream, &dev, &busy);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    struct rec *cap = stream_rec(stream);
+    if (cap && cap->capture) /* a node of the graph being captured: the fake runs none */
+        return CUDA_SUCCESS;
+    if (!host_reached(addr, 4)) {
+        if (rec_find(K_DEVICE | K_MANAGED | K_POOLED, addr))
+            return CUDA_SUCCESS; /* device memory: the fake keeps no contents */
+        fprintf(stderr,
+                "gpuslice fake: cuStreamWriteValue32 to %#llx, memory the device cannot reach "
+                "(the real GPU faults there, and the context is lost)\n",
+                (unsigned long long)addr);
+        abort();
+    }
+    if (st.writes_lost)
+        return CUDA_SUCCESS;
+    if (*busy <= now_ns()) { /* nothing queued before it: it lands at once */
+        writes_flush();      /* (after the stream's earlier ones) */
+        atomic_store_explicit((_Atomic uint32_t *)(uintptr_t)addr, value, memory_order_release);
+        return CUDA_SUCCESS;
+    }
+    return write_later((_Atomic uint32_t *)(uintptr_t)addr, value, *busy);
 }
 
 /* ---- green contexts (CUDA 12.4+) ----

@@ -32,6 +32,9 @@
     X(CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_RELAXED)                         \
     X(CU_STREAM_LEGACY, (size_t)CU_STREAM_LEGACY)                                             \
     X(CU_STREAM_PER_THREAD, (size_t)CU_STREAM_PER_THREAD)                                     \
+    X(CU_MEMHOSTREGISTER_PORTABLE, CU_MEMHOSTREGISTER_PORTABLE)                               \
+    X(CU_MEMHOSTREGISTER_DEVICEMAP, CU_MEMHOSTREGISTER_DEVICEMAP)                             \
+    X(CU_STREAM_WRITE_VALUE_DEFAULT, CU_STREAM_WRITE_VALUE_DEFAULT)                           \
     X(CUDA_SUCCESS, CUDA_SUCCESS)                                                             \
     X(CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE)                                     \
     X(CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY)                                     \

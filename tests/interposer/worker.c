@@ -354,6 +354,14 @@ static unsigned long long fake_count(const char *fn, const char *arg)
     return f ? f() : 0ull;
 }
 
+/* The marks the interposer put after our work: events recorded, and words
+ * written into its memory by the GPU (stream memory operations). */
+static unsigned long long marks_recorded(void)
+{
+    return fake_count("gsfake_calls", "cuEventRecord") +
+           fake_count("gsfake_calls", "cuStreamWriteValue32_v2");
+}
+
 /* n kernels: through cuLaunchKernel on the NULL stream (ptsz 0), or
  * through the _ptsz forms in turn (kernel, Ex, cooperative, graph) on the
  * NULL stream, the thread's default stream there (ptsz 1), or on
@@ -382,11 +390,10 @@ static int launch_on(long n, int ptsz)
         if (rc != 0)
             return 4;
     }
-    printf("launched %ld on-green %llu max-queued %llu events-recorded %llu per-thread %llu "
+    printf("launched %ld on-green %llu max-queued %llu marks-recorded %llu per-thread %llu "
            "ctx-syncs %llu\n",
            n, fake_count("gsfake_green_launches", NULL), fake_count("gsfake_max_queued", NULL),
-           fake_count("gsfake_calls", "cuEventRecord"),
-           fake_count("gsfake_per_thread_records", NULL),
+           marks_recorded(), fake_count("gsfake_per_thread_records", NULL),
            fake_count("gsfake_calls", "cuCtxSynchronize"));
     return 0;
 }
@@ -462,9 +469,8 @@ static int two_lengths(long n1, long us1, long n2, long us2)
         if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL))
             return 4;
     }
-    printf("lengths launched %ld first-queued %llu then-queued %llu events-recorded %llu\n",
-           n1 + n2, first, fake_count("gsfake_max_queued", NULL),
-           fake_count("gsfake_calls", "cuEventRecord"));
+    printf("lengths launched %ld first-queued %llu then-queued %llu marks-recorded %llu\n", n1 + n2,
+           first, fake_count("gsfake_max_queued", NULL), marks_recorded());
     return 0;
 }
 
@@ -503,9 +509,8 @@ static int mixed(long n, long short_us, long long_us, long period, long burst, l
             return 4;
     }
     unsigned long long second = fake_count("gsfake_max_queued_ns", NULL);
-    printf("mixed launched %ld queued-us %llu then-queued-us %llu events-recorded %llu\n", n,
-           (first > second ? first : second) / 1000, second / 1000,
-           fake_count("gsfake_calls", "cuEventRecord"));
+    printf("mixed launched %ld queued-us %llu then-queued-us %llu marks-recorded %llu\n", n,
+           (first > second ? first : second) / 1000, second / 1000, marks_recorded());
     return 0;
 }
 
@@ -787,6 +792,44 @@ static int gap_launch(long n, long gap_us)
     return 0;
 }
 
+/* n kernels of kernel_us on the NULL stream, gap_us of the host's own time
+ * (a spin) before each, then (n2 > 0) n2 of kernel2_us, gap2_us apart: the
+ * most work a launch found queued (us), in all and in the second phase's
+ * second half, and
+ * how the interposer marked our work: words the GPU wrote (stream memory
+ * operations), events recorded and queried, pages registered; and the words
+ * written in the first phase. */
+static long marked_phase(long n, long kernel_us, long gap_us)
+{
+    thread_kernel_us(kernel_us);
+    long launched = 0;
+    for (long i = 0; i < n; i++) {
+        uint64_t from = now_ns();
+        while (now_ns() - from < (uint64_t)gap_us * 1000)
+            ;
+        launched += kernel_on(NULL) == 0;
+    }
+    return launched;
+}
+static int marked(long n, long kernel_us, long gap_us, long n2, long kernel2_us, long gap2_us)
+{
+    long launched = marked_phase(n, kernel_us, gap_us);
+    unsigned long long first = fake_count("gsfake_max_queued_reset", NULL);
+    unsigned long long words = fake_count("gsfake_calls", "cuStreamWriteValue32_v2");
+    launched += marked_phase(n2 / 2, kernel2_us, gap2_us);
+    unsigned long long middle = fake_count("gsfake_max_queued_reset", NULL);
+    first = first > middle ? first : middle;
+    launched += marked_phase(n2 - n2 / 2, kernel2_us, gap2_us);
+    unsigned long long second = fake_count("gsfake_max_queued_ns", NULL);
+    printf("marked launched %ld queued-us %llu then-queued-us %llu first-words %llu "
+           "words-written %llu event-records %llu event-queries %llu pages-registered %llu\n",
+           launched, (first > second ? first : second) / 1000, n2 ? second / 1000 : 0, words,
+           fake_count("gsfake_calls", "cuStreamWriteValue32_v2"),
+           fake_count("gsfake_calls", "cuEventRecord"), fake_count("gsfake_calls", "cuEventQuery"),
+           fake_count("gsfake_calls", "cuMemHostRegister_v2"));
+    return 0;
+}
+
 /* Two threads, each on a stream of its own, taking turns launch by launch
  * (n kernels of kernel_us each, never a sync): then the launches, the events
  * recorded, and the most work a launch found queued on its stream (us). */
@@ -833,9 +876,8 @@ static int thread_turns(long n, long kernel_us)
     }
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
-    printf("turns launched %ld queued-us %llu events-recorded %llu\n",
-           t[0].launched + t[1].launched, fake_count("gsfake_max_queued_ns", NULL) / 1000,
-           fake_count("gsfake_calls", "cuEventRecord"));
+    printf("turns launched %ld queued-us %llu marks-recorded %llu\n", t[0].launched + t[1].launched,
+           fake_count("gsfake_max_queued_ns", NULL) / 1000, marks_recorded());
     return 0;
 }
 
@@ -1337,6 +1379,11 @@ int main(int argc, char **argv)
     if (!strcmp(s, "held") && argc > 5)
         return held_run(strtol(argv[3], NULL, 10), strtoull(argv[4], NULL, 10),
                         strtoull(argv[5], NULL, 10));
+    if (!strcmp(s, "marked") && argc > 5)
+        return marked(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
+                      strtol(argv[5], NULL, 10), argc > 8 ? strtol(argv[6], NULL, 10) : 0,
+                      argc > 8 ? strtol(argv[7], NULL, 10) : 0,
+                      argc > 8 ? strtol(argv[8], NULL, 10) : 0);
     if (!strcmp(s, "gap-launch") && argc > 4)
         return gap_launch(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (!strcmp(s, "thread-turns") && argc > 4)

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
@@ -29,6 +30,7 @@ static const char *const config_vars[] = {
     "GS_FAKE_DEVICES",        "GS_FAKE_MEM",     "GS_FAKE_UNIFIED",   "GS_FAKE_KERNEL_US",
     "GS_FAKE_DRIVER_VERSION", "GS_FAKE_NAME",    "GS_FAKE_FAIL",      "GS_FAKE_CTX_OVERHEAD",
     "GS_FAKE_BANNER",         "GS_FAKE_SYNC_US", "GS_FAKE_GRAPH_MEM", "GS_FAKE_CAPTURE",
+    "GS_FAKE_WRITES_LOST",
 };
 
 /* A fresh driver with only the given "VAR=value" settings (NULL-terminated). */
@@ -450,6 +452,70 @@ static void launch_one(CUstream s)
 {
     assert_int_equal(cuLaunchKernel((CUfunction)0x100, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL),
                      CUDA_SUCCESS);
+}
+
+/* A word written by the "GPU" (cuStreamWriteValue32): once the work queued
+ * before it is done, by the fake's thread, and before an event after it says
+ * reached; at once on an idle stream; never where writes are lost, or into
+ * memory unregistered meanwhile. */
+static void test_stream_write_value(void **st)
+{
+    (void)st;
+    fresh("GS_FAKE_KERNEL_US=20000", NULL);
+    with_context(0);
+    static _Atomic uint32_t words[16] __attribute__((aligned(64)));
+    assert_int_equal(
+        cuMemHostRegister_v2((void *)words, sizeof words, CU_MEMHOSTREGISTER_DEVICEMAP),
+        CUDA_SUCCESS);
+    CUdeviceptr d = 0;
+    assert_int_equal(cuMemHostGetDevicePointer_v2(&d, (void *)words, 0), CUDA_SUCCESS);
+    assert_int_equal(d, (CUdeviceptr)(uintptr_t)words);
+    char other[64];
+    assert_int_equal(cuMemHostGetDevicePointer_v2(&d, other, 0), CUDA_ERROR_INVALID_VALUE);
+    CUstream s = NULL;
+    assert_int_equal(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+    assert_int_equal(cuStreamWriteValue32_v2(s, (CUdeviceptr)(uintptr_t)&words[0], 7, 0),
+                     CUDA_SUCCESS);
+    assert_int_equal(atomic_load(&words[0]), 7); /* idle: at once */
+    assert_int_equal(cuStreamWriteValue32_v2(s, (CUdeviceptr)(uintptr_t)&words[0] + 2, 7, 0),
+                     CUDA_ERROR_INVALID_VALUE); /* unaligned */
+    assert_int_equal(cuStreamWriteValue32_v2(s, (CUdeviceptr)(uintptr_t)&words[0], 7, 1),
+                     CUDA_ERROR_INVALID_VALUE); /* no flags in the v2 API */
+    launch_one(s);
+    CUevent e;
+    assert_int_equal(cuEventCreate(&e, 0), CUDA_SUCCESS);
+    assert_int_equal(cuStreamWriteValue32_v2(s, (CUdeviceptr)(uintptr_t)&words[1], 8, 0),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(e, s), CUDA_SUCCESS);
+    assert_int_equal(atomic_load(&words[1]), 0); /* the 20 ms kernel first */
+    while (cuEventQuery(e) == CUDA_ERROR_NOT_READY)
+        ;
+    assert_int_equal(atomic_load(&words[1]), 8); /* before the event after it */
+    launch_one(s);
+    assert_int_equal(cuStreamWriteValue32_v2(s, (CUdeviceptr)(uintptr_t)&words[2], 9, 0),
+                     CUDA_SUCCESS);
+    uint64_t t0 = now_us();
+    while (atomic_load(&words[2]) != 9 && now_us() - t0 < 5000000)
+        ; /* the host reading memory alone: the fake's thread writes it */
+    assert_int_equal(atomic_load(&words[2]), 9);
+    assert_true(now_us() - t0 >= 15000);
+    launch_one(s);
+    assert_int_equal(cuStreamWriteValue32_v2(s, (CUdeviceptr)(uintptr_t)&words[3], 10, 0),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemHostUnregister((void *)words), CUDA_SUCCESS);
+    assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
+    assert_int_equal(atomic_load(&words[3]), 0); /* unregistered before it landed */
+
+    fresh("GS_FAKE_WRITES_LOST=1", NULL);
+    with_context(0);
+    assert_int_equal(
+        cuMemHostRegister_v2((void *)words, sizeof words, CU_MEMHOSTREGISTER_DEVICEMAP),
+        CUDA_SUCCESS);
+    assert_int_equal(cuStreamWriteValue32_v2(NULL, (CUdeviceptr)(uintptr_t)&words[4], 11, 0),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuCtxSynchronize(), CUDA_SUCCESS);
+    assert_int_equal(atomic_load(&words[4]), 0);
+    fresh(NULL);
 }
 
 static void test_launch_and_sync(void **st)
@@ -1136,6 +1202,23 @@ static CUresult call_cuEventDestroy_v2(void)
         e = NULL;
     return rc;
 }
+/* A word of pinned host memory the device may write (mapped: DEVICEMAP). */
+static void *mapped_word(void)
+{
+    void *p = NULL; /* (a reset of the fake frees it) */
+    return cuMemHostAlloc(&p, 64, CU_MEMHOSTALLOC_DEVICEMAP) == CUDA_SUCCESS ? p : NULL;
+}
+static CUresult call_cuStreamWriteValue32_v2(void)
+{
+    void *p = mapped_word();
+    return p ? cuStreamWriteValue32_v2(NULL, (CUdeviceptr)(uintptr_t)p, 1, 0) : CUDA_ERROR_UNKNOWN;
+}
+static CUresult call_cuMemHostGetDevicePointer_v2(void)
+{
+    CUdeviceptr d;
+    void *p = mapped_word();
+    return p ? cuMemHostGetDevicePointer_v2(&d, p, 0) : CUDA_ERROR_UNKNOWN;
+}
 static CUresult call_cuMemAddressReserve(void)
 {
     return cuMemAddressReserve(dp(), 2 * MIB, 0, 0, 0);
@@ -1588,6 +1671,7 @@ int main(void)
         cmocka_unit_test(test_context_end),
         cmocka_unit_test(test_graph_memory),
         cmocka_unit_test(test_capture),
+        cmocka_unit_test(test_stream_write_value),
         cmocka_unit_test(test_inject_every_entry_point),
         cmocka_unit_test(test_inject_nth_call),
         cmocka_unit_test(test_malformed_config_reported),
