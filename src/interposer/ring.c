@@ -267,25 +267,41 @@ static int marks_setup(CUcontext cur)
         return 0;
     }
     size_t len = MARK_WORDS * sizeof(uint32_t);
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        marks_off("no page for them", CUDA_ERROR_OUT_OF_MEMORY);
-        return 0;
-    }
-    (void)madvise(p, len, MADV_DONTFORK);
-    /* (portable: mapped in the process's other contexts too, so a launch onto a
-     * stream of a context not current, which the driver allows, writes where
-     * its GPU can reach) */
-    CUresult rc = gs_g.real.cuMemHostRegister_v2(
-        p, len, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+    void *p = MAP_FAILED, *taken = MAP_FAILED;
+    CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
     CUdeviceptr d = 0;
-    if (rc == CUDA_SUCCESS &&
-        (rc = gs_g.real.cuMemHostGetDevicePointer_v2(&d, p, 0)) != CUDA_SUCCESS &&
-        gs_g.real.cuMemHostUnregister)
-        gs_g.real.cuMemHostUnregister(p);
+    /* A second try at another address where the first one's range is still
+     * registered (memory the application registered and unmapped, or a
+     * forked child's inherited view): the first page is kept mapped meanwhile
+     * so that the second is elsewhere. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            break;
+        (void)madvise(p, len, MADV_DONTFORK);
+        /* (portable: mapped in the process's other contexts too, so a launch
+         * onto a stream of a context not current, which the driver allows,
+         * writes where its GPU can reach) */
+        rc = gs_g.real.cuMemHostRegister_v2(
+            p, len, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+        if (rc == CUDA_SUCCESS &&
+            (rc = gs_g.real.cuMemHostGetDevicePointer_v2(&d, p, 0)) != CUDA_SUCCESS &&
+            gs_g.real.cuMemHostUnregister)
+            gs_g.real.cuMemHostUnregister(p);
+        if (rc != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED || taken != MAP_FAILED)
+            break;
+        taken = p;
+        p = MAP_FAILED;
+    }
+    if (taken != MAP_FAILED)
+        munmap(taken, len);
     if (rc != CUDA_SUCCESS) {
-        munmap(p, len);
-        marks_off("our page could not be mapped for the device", rc);
+        if (p != MAP_FAILED)
+            munmap(p, len);
+        marks_off(p == MAP_FAILED && rc == CUDA_ERROR_OUT_OF_MEMORY
+                      ? "no page for them"
+                      : "our page could not be mapped for the device",
+                  rc);
         return 0;
     }
     mk.word = p;

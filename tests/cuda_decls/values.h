@@ -47,6 +47,7 @@
     X(CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_HANDLE)                                   \
     X(CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_FOUND)                                             \
     X(CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_READY)                                             \
+    X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)   \
     X(CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_LAUNCH_FAILED)                                     \
     X(CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_NOT_SUPPORTED)                                     \
     X(CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN)                                                 \

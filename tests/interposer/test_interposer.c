@@ -1711,6 +1711,21 @@ static void test_marks_follow_what_waits(void **st)
     long first = field(out, "first-words "), all = field(out, "words-written ");
     if (first < 50 || all - first > 10)
         fail_msg("host-bound, then GPU-bound: %s", out);
+    /* the context reset with marks outstanding (its page dropped, the next
+     * context registers one of its own), and a forked child (the parent's
+     * page is not its: it registers its own; the fake's child inherits the
+     * parent's registration, where the new page may land: a second try) */
+    const char *reset[] = {"direct", "marked", "1500", "5", "10", "1500", "5", "10", "reset", NULL};
+    const char *forked[] = {"direct", "marked", "1500", "5", "10", "1500", "5", "10", "fork", NULL};
+    for (int k = 0; k < 2; k++) {
+        const char *const *a = k ? forked : reset;
+        out = run_next_to_critical_args(GS_YIELD_GATE, CRIT_IDLE_LONG, NULL, a);
+        long want = k ? 1500 : 3000; /* (the child prints its own) */
+        if (field(out, "marked launched ") != want || field(out, "first-words ") < 20 ||
+            field(out, "then-words ") < 20 || field(out, "then-pages ") < 1)
+            fail_msg("marks across a %s: %s", a[8], out);
+        print_message("%s: %s\n", a[8], strstr(out, "then-words"));
+    }
     /* off by the setting */
     out = run_marked("GPUSLICE_LOG_LEVEL=debug GPUSLICE_MARKS=events", host);
     if (field(out, "words-written ") > 0 || field(out, "pages-registered ") > 0 ||

@@ -798,7 +798,9 @@ static int gap_launch(long n, long gap_us)
  * second half, and
  * how the interposer marked our work: words the GPU wrote (stream memory
  * operations), events recorded and queried, pages registered; and the words
- * written in the first phase. */
+ * written in the first phase, and the words and pages of the second. Between
+ * the phases ("reset") the primary context is reset, or ("fork") the second
+ * runs in a forked child, which prints the line. */
 static long marked_phase(long n, long kernel_us, long gap_us)
 {
     thread_kernel_us(kernel_us);
@@ -811,22 +813,48 @@ static long marked_phase(long n, long kernel_us, long gap_us)
     }
     return launched;
 }
-static int marked(long n, long kernel_us, long gap_us, long n2, long kernel2_us, long gap2_us)
+static int marked(long n, long kernel_us, long gap_us, long n2, long kernel2_us, long gap2_us,
+                  const char *between)
 {
     long launched = marked_phase(n, kernel_us, gap_us);
     unsigned long long first = fake_count("gsfake_max_queued_reset", NULL);
     unsigned long long words = fake_count("gsfake_calls", "cuStreamWriteValue32_v2");
+    unsigned long long pages = fake_count("gsfake_calls", "cuMemHostRegister_v2");
+    pid_t child = -1;
+    if (!strcmp(between, "reset")) { /* the context ends with marks outstanding */
+        if (A.cuDevicePrimaryCtxReset_v2(0) != CUDA_SUCCESS || A.cuCtxSetCurrent(ctx))
+            return 3;
+    } else if (!strcmp(between, "fork")) { /* the second phase in a child */
+        fflush(stdout);
+        if ((child = fork()) < 0)
+            return 3;
+        if (child == 0) {
+            setup();
+            launched = 0;
+        }
+    }
     launched += marked_phase(n2 / 2, kernel2_us, gap2_us);
     unsigned long long middle = fake_count("gsfake_max_queued_reset", NULL);
     first = first > middle ? first : middle;
     launched += marked_phase(n2 - n2 / 2, kernel2_us, gap2_us);
+    if (child > 0) {
+        int st;
+        waitpid(child, &st, 0);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 4;
+    }
     unsigned long long second = fake_count("gsfake_max_queued_ns", NULL);
     printf("marked launched %ld queued-us %llu then-queued-us %llu first-words %llu "
-           "words-written %llu event-records %llu event-queries %llu pages-registered %llu\n",
+           "words-written %llu event-records %llu event-queries %llu pages-registered %llu "
+           "then-words %llu then-pages %llu\n",
            launched, (first > second ? first : second) / 1000, n2 ? second / 1000 : 0, words,
            fake_count("gsfake_calls", "cuStreamWriteValue32_v2"),
            fake_count("gsfake_calls", "cuEventRecord"), fake_count("gsfake_calls", "cuEventQuery"),
-           fake_count("gsfake_calls", "cuMemHostRegister_v2"));
+           fake_count("gsfake_calls", "cuMemHostRegister_v2"),
+           fake_count("gsfake_calls", "cuStreamWriteValue32_v2") - words,
+           fake_count("gsfake_calls", "cuMemHostRegister_v2") - pages);
+    fflush(stdout);
+    if (child == 0)
+        _exit(0);
     return 0;
 }
 
@@ -1383,7 +1411,7 @@ int main(int argc, char **argv)
         return marked(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                       strtol(argv[5], NULL, 10), argc > 8 ? strtol(argv[6], NULL, 10) : 0,
                       argc > 8 ? strtol(argv[7], NULL, 10) : 0,
-                      argc > 8 ? strtol(argv[8], NULL, 10) : 0);
+                      argc > 8 ? strtol(argv[8], NULL, 10) : 0, argc > 9 ? argv[9] : "");
     if (!strcmp(s, "gap-launch") && argc > 4)
         return gap_launch(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10));
     if (!strcmp(s, "thread-turns") && argc > 4)
