@@ -43,6 +43,9 @@ run_one() { # name, command...
     status=PASS; [ "$nok" != 0 ] && { status=FAIL; failed_names="$failed_names $name"; }
     echo "$status  $name: $ok passed, $nok failed$( [ "$sk" != 0 ] && echo ", $sk skipped") ($(( $(date +%s) - start ))s)"
     if [ "$status" = FAIL ]; then
+        # The failing cases with what they said just before (cmocka prints its
+        # diagnostics ahead of "not ok"), then the log's tail for a crash.
+        grep -E -B 12 '^not ok [0-9]+' "$log" | cut -c1-300 | head -n 80
         echo "----- $log (last 40 lines) -----"; tail -n 40 "$log"; echo "-----"
     fi
 }

@@ -1489,6 +1489,19 @@ static long logged_pace(const char *out, long *per_ns, long *most)
     return first;
 }
 
+/* The fewest launches per event the interposer logged (1 if none). */
+static long least_pace(const char *out)
+{
+    static const char line[] = "next to an idle critical tenant: an event per ";
+    long least = 0;
+    for (const char *p = strstr(out, line); p; p = strstr(p + 1, line)) {
+        long n = 0;
+        if (sscanf(p + sizeof line - 1, "%ld", &n) == 1 && n > 0 && (!least || n < least))
+            least = n;
+    }
+    return least ? least : 1;
+}
+
 /* Next to a critical tenant idle for a while, the events are paced by our
  * kernels' GPU time, one launch measured between two timing events: one
  * event per launches covering about 50 us (at least one). The measure errs
@@ -1513,10 +1526,16 @@ static void test_events_paced_next_to_idle_critical(void **st)
     long per = 0, most = 0, every = logged_pace(out, &per, &most);
     long want = per ? 50000 / per : 0;
     want = want < 1 ? 1 : want;
-    long events = field(out, "marks-recorded ");
-    if (!every || per < 10000 || every != want || events > 3000 / every + 3000 / 4 ||
-        field(out, "max-queued ") > 2 * most + 6)
-        fail_msg("10 us kernels next to an idle critical tenant: %s", out);
+    long events = field(out, "marks-recorded "), least = least_pace(out);
+    /* (the marks follow the sparsest pace logged: a host slowed meanwhile, by
+     * a loaded machine or a sanitizer, measures later launches longer) */
+    if (!every || per < 10000 || every != want || events > 3000 / least + 3000 / 4 ||
+        field(out, "max-queued ") > 2 * most + 6) {
+        print_message("%s\n", out); /* (whole: fail_msg cuts its message short) */
+        fail_msg("10 us kernels next to an idle critical tenant: an event per %ld launches "
+                 "(want %ld, measured %ld ns; fewest %ld), %ld marks, max-queued %ld (most %ld)",
+                 every, want, per, least, events, field(out, "max-queued "), most);
+    }
     if (per <= 20000 && every < 2) /* a quick host: the pace took */
         fail_msg("10 us kernels measured at %ld ns, not paced: %s", per, out);
     const char *longer[] = {"direct", "two-lengths", "1000", "10", "40", "2000", NULL};
