@@ -174,6 +174,11 @@ typedef enum CUstreamCaptureMode_enum {
 #define CU_MEMHOSTREGISTER_PORTABLE 0x01     /* ... pinned for every context of the process */
 #define CU_MEMHOSTREGISTER_DEVICEMAP 0x02    /* host memory the GPU may write (stream memory ops) */
 #define CU_STREAM_WRITE_VALUE_DEFAULT 0x0
+#define CU_STREAM_WAIT_VALUE_GEQ 0x0 /* until (int32_t)(*addr - value) >= 0 */
+#define CU_STREAM_WAIT_VALUE_EQ 0x1  /* until *addr == value */
+#define CU_STREAM_WAIT_VALUE_AND 0x2 /* until (*addr & value) != 0 */
+#define CU_STREAM_WAIT_VALUE_NOR 0x3 /* until ~(*addr | value) != 0 */
+#define CU_STREAM_WAIT_VALUE_FLUSH (1u << 30)
 
 /* Green contexts (CUDA 12.4+): a context over a subset of the GPU's SMs.
  * CUdevResource has the driver's layout (checked by tests/cuda_decls): the

@@ -202,6 +202,9 @@
     X(cuStreamWriteValue32_v2,                                                                     \
       (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),                   \
       (stream, addr, value, flags), HELPER)                                                        \
+    X(cuStreamWaitValue32_v2,                                                                      \
+      (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),                   \
+      (stream, addr, value, flags), HELPER)                                                        \
     X(cuMemHostGetDevicePointer_v2, (CUdeviceptr * pdptr, void *p, unsigned int Flags),            \
       (pdptr, p, Flags), HELPER)                                                                   \
     X(cuMemAddressReserve,                                                                         \

@@ -887,6 +887,8 @@ static inline uintptr_t kernel_kind(CUfunction f, uint64_t blocks)
                 gs_mem_graph_launched();                                     \
             cc_after(stream, kind);                                          \
         }                                                                    \
+        if (GS_UNLIKELY(gs_ring_holding))                                    \
+            gs_ring_unhold(); /* a measure's hold: released on every path */ \
         return rc;                                                           \
     }
 GS_CU_LAUNCH_HOOKS(LAUNCH_HOOK)

@@ -69,6 +69,13 @@ void gs_ring_record(CUstream s, enum gs_ring_mode mode, uintptr_t kind);
  * before the launch, paired with one after it in gs_ring_record (the GPU
  * time of the kind, for CRIT_IDLE's pace). */
 void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind);
+/* Where our work waits for the host (its marks are words), a measure of a
+ * kind measured before holds the stream on a word of ours from before its
+ * first event until its second is queued, so that it times the GPU alone:
+ * the launch hook releases it on every path (gs_ring_unhold) once the
+ * launch and gs_ring_record are done. Set while this thread holds one. */
+extern __thread int gs_ring_holding __attribute__((tls_model("initial-exec")));
+void gs_ring_unhold(void);
 /* Without a critical tenant: waits (a while at most) while s has
  * GS_RING_SLOTS events outstanding, for its oldest, and while the pool is
  * full, for the oldest of all. Returns 1 when it had to wait. */

@@ -175,6 +175,7 @@ static struct {
         CUevent ev[2];
         CUcontext ctx;
         int state;
+        int held;       /* the stream held until the second event was queued (hold) */
         int off;        /* a timing event could not be made (said once) */
         unsigned gen;   /* measures begun */
         uint64_t began; /* when the one in state 1 began */
@@ -236,7 +237,18 @@ static struct {
     int env_read;
     uint64_t check; /* the recording whose mark is checked (0: none yet; MARK_CHECKED: done) */
     CUevent check_ev;
+    int holds_off;  /* measures not held (said why) */
+    unsigned pages; /* pages made: which one a hold's word is in */
 } mk;
+
+/* The word this thread's measure holds its stream on, the value that
+ * releases it, and the page it is in (gs_ring_unhold). */
+__thread int gs_ring_holding __attribute__((tls_model("initial-exec")));
+static __thread struct {
+    unsigned w;
+    uint32_t value;
+    unsigned page; /* mk.pages when held */
+} held __attribute__((tls_model("initial-exec")));
 
 /* Under ring.lock: marks given up, for a reason said once. */
 static void marks_off(const char *why, CUresult rc)
@@ -256,9 +268,14 @@ static int marks_setup(CUcontext cur)
             GS_LOGD("our work's marks: events (GPUSLICE_MARKS=events)");
             return 0;
         }
-        if (e && *e && strcmp(e, "memory") != 0)
-            GS_LOGW("GPUSLICE_MARKS=%s is not 'memory' or 'events': 'memory' (the default) used",
+        if (e && strcmp(e, "unheld") == 0) {
+            mk.holds_off = 1;
+            GS_LOGD("our work's marks: words, measures not held (GPUSLICE_MARKS=unheld)");
+        } else if (e && *e && strcmp(e, "memory") != 0) {
+            GS_LOGW("GPUSLICE_MARKS=%s is not 'memory', 'unheld' or 'events': 'memory' (the "
+                    "default) used",
                     e);
+        }
     }
     if (!gs_g.real.cuStreamWriteValue32_v2 || !gs_g.real.cuMemHostRegister_v2 ||
         !gs_g.real.cuMemHostGetDevicePointer_v2) {
@@ -305,6 +322,7 @@ static int marks_setup(CUcontext cur)
         return 0;
     }
     mk.word = p;
+    mk.pages++;
     mk.ctx = cur;
     mk.dptr = d;
     memset(mk.want, 0, sizeof mk.want);
@@ -678,13 +696,14 @@ static uint64_t floor_at(uint64_t now)
 }
 
 /* Under ring.lock: a launch of kind measured at sample_ns, at now: its
- * estimate, and the floor as it is now. A kind's first estimate, and one
+ * estimate (exact: the sample itself, a held measure's, the GPU's time
+ * alone), and the floor as it is now. A kind's first estimate, and one
  * that moves its pace twofold, is logged. */
-static void kind_learn(uintptr_t kind, uint64_t sample_ns, uint64_t now)
+static void kind_learn(uintptr_t kind, uint64_t sample_ns, uint64_t now, int exact)
 {
     uint64_t fl = floor_at(now);
     atomic_store_explicit(&ring.floor_now, fl, memory_order_relaxed);
-    uint64_t was = kind_est(kind), est = crit_estimate(was, sample_ns);
+    uint64_t was = kind_est(kind), est = exact ? sample_ns : crit_estimate(was, sample_ns);
     kind_set(kind, est);
     unsigned every = crit_every(est > fl ? est : fl);
     unsigned before = was ? crit_every(was > fl ? was : fl) : 0;
@@ -733,6 +752,52 @@ static void measure_later(uint64_t at)
     atomic_store_explicit(&ring.m_block, at, memory_order_relaxed);
 }
 
+/* Under ring.lock, before a measure's first event on s (in cur) of a kind
+ * measured before: where our work waits for the host and its marks are
+ * words (checked), holds s on a free word until gs_ring_unhold writes it,
+ * so the pair times the launch's GPU time alone, not the host's way to the
+ * GPU that a measure on a stream run dry takes in (an add measured at 16.4
+ * us of GPU time that a graph replays in 1.16). Not a kind's first measure:
+ * its first launch may load its module, and nothing is held meanwhile. */
+static void hold(CUstream s, CUcontext cur)
+{
+    if (mk.off || mk.holds_off || !mk.word || mk.ctx != cur || mk.check != MARK_CHECKED ||
+        atomic_load_explicit(&host_bound, memory_order_relaxed) < HOST_MARKS ||
+        !gs_g.real.cuStreamWaitValue32_v2)
+        return;
+    int w = word_get();
+    if (w < 0)
+        return;
+    uint32_t v = ++mk.value ? mk.value : ++mk.value;
+    if (atomic_load_explicit(&mk.word[w], memory_order_relaxed) == v)
+        v = ++mk.value ? mk.value : ++mk.value;
+    CUresult rc = gs_g.real.cuStreamWaitValue32_v2(s, mk.dptr + (CUdeviceptr)w * sizeof(uint32_t),
+                                                   v, CU_STREAM_WAIT_VALUE_EQ);
+    if (rc != CUDA_SUCCESS) {
+        mk.holds_off = 1;
+        GS_LOGI("our measures: the stream is not held from now on (the driver refused a wait "
+                "on our page, CUresult %d)",
+                (int)rc);
+        return;
+    }
+    mk.want[w] = v; /* free again once written (gs_ring_unhold) */
+    mk.orphan[w] = 1;
+    held.w = (unsigned)w;
+    held.value = v;
+    held.page = mk.pages;
+    gs_ring_holding = 1;
+    ring.m.held = 1;
+}
+
+void gs_ring_unhold(void)
+{
+    gs_ring_holding = 0;
+    pthread_mutex_lock(&ring.lock);
+    if (mk.word && mk.pages == held.page) /* (else its context ended meanwhile) */
+        atomic_store_explicit(&mk.word[held.w], held.value, memory_order_release);
+    pthread_mutex_unlock(&ring.lock);
+}
+
 void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind)
 {
     if (!gs_g.real.cuEventElapsedTime || !measure_due(kind, now))
@@ -762,6 +827,9 @@ void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind)
             goto out;
         }
     ring.m.ctx = cur;
+    ring.m.held = 0;
+    if (kind_est(kind))
+        hold(s, cur);
     if (gs_g.real.cuEventRecord(ring.m.ev[0], s) == CUDA_SUCCESS) {
         ring.m.state = 1;
         ring.m.began = now;
@@ -805,7 +873,7 @@ static void measure_read(uint64_t now)
         return;
     uint64_t sample = (uint64_t)((double)ms * 1e6) + 1, was = kind_est(ring.m.kind);
     if (was && sample <= was) { /* a shorter one: our own time was at most that */
-        kind_learn(ring.m.kind, sample, now);
+        kind_learn(ring.m.kind, sample, now, ring.m.held);
         return;
     }
     /* A longer one may hold a critical request's time: time-sliced beside
@@ -831,7 +899,7 @@ void gs_ring_judge(gs_ring_clean_fn *clean)
     if (had && clean(from, to)) {
         pthread_mutex_lock(&ring.lock);
         if (ring.m.forgets == forgets) /* else its context ended meanwhile */
-            kind_learn(kind, ns, gs_clock_ns());
+            kind_learn(kind, ns, gs_clock_ns(), 0);
         pthread_mutex_unlock(&ring.lock);
     } else if (had) {
         GS_LOGD("a launch measured at %.1f us is not learned: a latency-critical tenant ran "

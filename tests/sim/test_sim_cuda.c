@@ -518,6 +518,92 @@ static void test_stream_write_value(void **st)
     fresh(NULL);
 }
 
+/* A wait on a word holds its stream until the host writes it: the work
+ * behind it (a 2 ms kernel between two timing events, a write) waits, and
+ * the events' times are the kernel's alone, however long the stream was
+ * held. A wait already met holds nothing; an event synchronised on while
+ * held returns once another thread's store releases it. */
+static _Atomic uint32_t held_words[16] __attribute__((aligned(64)));
+static void *release_later(void *arg)
+{
+    (void)arg;
+    struct timespec d = {0, 5 * 1000 * 1000};
+    nanosleep(&d, NULL);
+    atomic_store(&held_words[2], 1);
+    return NULL;
+}
+static void test_stream_wait_value(void **st)
+{
+    (void)st;
+    fresh("GS_FAKE_KERNEL_US=2000", NULL);
+    with_context(0);
+    _Atomic uint32_t *w = held_words;
+    assert_int_equal(
+        cuMemHostRegister_v2((void *)w, sizeof held_words, CU_MEMHOSTREGISTER_DEVICEMAP),
+        CUDA_SUCCESS);
+    CUdeviceptr d0 = (CUdeviceptr)(uintptr_t)&w[0];
+    CUstream s = NULL;
+    assert_int_equal(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+    assert_int_equal(cuStreamWaitValue32_v2(s, d0 + 2, 5, 0), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuStreamWaitValue32_v2(s, d0, 5, 4), CUDA_ERROR_INVALID_VALUE);
+    CUevent e0, e1;
+    assert_int_equal(cuEventCreate(&e0, 0), CUDA_SUCCESS);
+    assert_int_equal(cuEventCreate(&e1, 0), CUDA_SUCCESS);
+    assert_int_equal(cuStreamWaitValue32_v2(s, d0, 5, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(e0, s), CUDA_SUCCESS);
+    launch_one(s);
+    assert_int_equal(cuEventRecord(e1, s), CUDA_SUCCESS);
+    assert_int_equal(cuStreamWriteValue32_v2(s, (CUdeviceptr)(uintptr_t)&w[1], 3, 0), CUDA_SUCCESS);
+    struct timespec ten = {0, 10 * 1000 * 1000};
+    nanosleep(&ten, NULL);
+    assert_int_equal(cuEventQuery(e0), CUDA_ERROR_NOT_READY); /* held */
+    assert_int_equal(cuEventQuery(e1), CUDA_ERROR_NOT_READY);
+    float ms = 0;
+    assert_int_equal(cuEventElapsedTime(&ms, e0, e1), CUDA_ERROR_NOT_READY);
+    assert_int_equal(atomic_load(&w[1]), 0);
+    atomic_store(&w[0], 4); /* not yet */
+    assert_int_equal(cuEventQuery(e0), CUDA_ERROR_NOT_READY);
+    uint64_t t0 = now_us();
+    atomic_store(&w[0], 5); /* the host's store: seen at the next call */
+    assert_int_equal(cuEventQuery(e0), CUDA_SUCCESS);
+    assert_int_equal(cuEventQuery(e1), CUDA_ERROR_NOT_READY); /* the kernel runs now */
+    assert_int_equal(cuEventSynchronize(e1), CUDA_SUCCESS);
+    assert_true(now_us() - t0 >= 1900);
+    assert_int_equal(atomic_load(&w[1]), 3);
+    assert_int_equal(cuEventElapsedTime(&ms, e0, e1), CUDA_SUCCESS);
+    print_message("held 10 ms, then a 2 ms kernel timed at %.3f ms\n", ms);
+    assert_true(ms >= 1.99f && ms < 2.5f); /* the kernel's alone: not the 10 ms held */
+    assert_int_equal(cuStreamQuery(s), CUDA_SUCCESS);
+
+    /* met when queued (5 >= 5, cyclic): nothing held */
+    assert_int_equal(cuStreamWaitValue32_v2(s, d0, 5, CU_STREAM_WAIT_VALUE_GEQ), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(e0, s), CUDA_SUCCESS);
+    assert_int_equal(cuEventQuery(e0), CUDA_SUCCESS);
+    assert_int_equal(cuStreamWaitValue32_v2(s, d0, 1, CU_STREAM_WAIT_VALUE_AND), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(e0, s), CUDA_SUCCESS);
+    assert_int_equal(cuEventQuery(e0), CUDA_SUCCESS); /* 5 & 1 */
+
+    /* held, and an event re-recorded on another stream meanwhile is that one's */
+    assert_int_equal(
+        cuStreamWaitValue32_v2(s, (CUdeviceptr)(uintptr_t)&w[2], 1, CU_STREAM_WAIT_VALUE_EQ),
+        CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(e0, s), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(e1, s), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(e0, NULL), CUDA_SUCCESS);
+    assert_int_equal(cuEventQuery(e0), CUDA_SUCCESS);
+    assert_int_equal(cuEventQuery(e1), CUDA_ERROR_NOT_READY);
+    /* a sync on the held event returns once another thread releases it */
+    pthread_t t;
+    t0 = now_us();
+    assert_int_equal(pthread_create(&t, NULL, release_later, NULL), 0);
+    assert_int_equal(cuEventSynchronize(e1), CUDA_SUCCESS);
+    assert_true(now_us() - t0 >= 4500);
+    pthread_join(t, NULL);
+    assert_int_equal(cuEventQuery(e0), CUDA_SUCCESS);
+    assert_int_equal(gsfake_calls("cuStreamWaitValue32_v2"), 6);
+    fresh(NULL);
+}
+
 static void test_launch_and_sync(void **st)
 {
     (void)st;
@@ -1213,6 +1299,12 @@ static CUresult call_cuStreamWriteValue32_v2(void)
     void *p = mapped_word();
     return p ? cuStreamWriteValue32_v2(NULL, (CUdeviceptr)(uintptr_t)p, 1, 0) : CUDA_ERROR_UNKNOWN;
 }
+static CUresult call_cuStreamWaitValue32_v2(void)
+{
+    void *p = mapped_word(); /* (a word of 0: met) */
+    return p ? cuStreamWaitValue32_v2(NULL, (CUdeviceptr)(uintptr_t)p, 0, CU_STREAM_WAIT_VALUE_GEQ)
+             : CUDA_ERROR_UNKNOWN;
+}
 static CUresult call_cuMemHostGetDevicePointer_v2(void)
 {
     CUdeviceptr d;
@@ -1672,6 +1764,7 @@ int main(void)
         cmocka_unit_test(test_graph_memory),
         cmocka_unit_test(test_capture),
         cmocka_unit_test(test_stream_write_value),
+        cmocka_unit_test(test_stream_wait_value),
         cmocka_unit_test(test_inject_every_entry_point),
         cmocka_unit_test(test_inject_nth_call),
         cmocka_unit_test(test_malformed_config_reported),
