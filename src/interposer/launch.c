@@ -584,7 +584,7 @@ static void cc_slow(CUstream s, uintptr_t kind)
     power_tick();
     gs_ring_judge(alone_between);
     uint64_t wait, until = 0, decision = 0;
-    int depth = CRIT_QUEUED, crit = 0;
+    int depth = CRIT_QUEUED, crit = 0, waited = 0;
     for (int round = 0; round < 2; round++) {
         relock();
         if (round) /* the first round's launch did not happen: decided again now */
@@ -611,14 +611,18 @@ static void cc_slow(CUstream s, uintptr_t kind)
          * the second round does not wait. */
         if (!(crit ? gs_ring_trim(depth, 1, kernel_seen) : gs_ring_bound(s)))
             break;
+        waited = 1;
     }
     pthread_mutex_lock(&cc.lock);
     if (cc.decisions == decision)
         atomic_store_explicit(&cc.until, until, memory_order_release);
     pthread_mutex_unlock(&cc.lock);
-    /* A kind not measured yet is measured here too (the launch path measures
-     * only launches that did not wait): the guard's fit needs its length. */
-    if (crit && depth == CRIT_QUEUED && !gs_ring_kind_ns(kind))
+    /* A kind not measured yet is measured here too: the guard's fit needs its
+     * length. Others where the launch did not wait for our queue (after a wait
+     * the stream may have run dry, and an unheld measure would take in the
+     * launch's way to the GPU), as on the launch path: where the coarse clock
+     * lags (a loaded host), decisions are taken here more often than not. */
+    if (crit && depth == CRIT_QUEUED && (!waited || !gs_ring_kind_ns(kind)))
         gs_ring_measure_begin(s, gs_clock_ns(), kind);
 }
 
