@@ -758,12 +758,19 @@ static void measure_later(uint64_t at)
  * so the pair times the launch's GPU time alone, not the host's way to the
  * GPU that a measure on a stream run dry takes in (an add measured at 16.4
  * us of GPU time that a graph replays in 1.16). Not a kind's first measure:
- * its first launch may load its module, and nothing is held meanwhile. */
+ * its first launch may load its module, and nothing is held meanwhile. Nor
+ * with work of ours still queued: a launch behind a held queue that deep
+ * could block on the driver's full command buffer, which the held stream
+ * would never drain. */
+static void sweep(int except);
 static void hold(CUstream s, CUcontext cur)
 {
     if (mk.off || mk.holds_off || !mk.word || mk.ctx != cur || mk.check != MARK_CHECKED ||
         atomic_load_explicit(&host_bound, memory_order_relaxed) < HOST_MARKS ||
         !gs_g.real.cuStreamWaitValue32_v2)
+        return;
+    sweep(-1);
+    if (atomic_load_explicit(&ring.n, memory_order_relaxed))
         return;
     int w = word_get();
     if (w < 0)
@@ -1042,8 +1049,6 @@ int gs_ring_unbounded(void)
 {
     return atomic_load_explicit(&ring.unbounded, memory_order_relaxed);
 }
-
-static void sweep(int except);
 
 int gs_ring_window_closed(void)
 {

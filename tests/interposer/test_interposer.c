@@ -1440,8 +1440,8 @@ static void test_guard_lets_one_go_after_a_second_held(void **st)
  * first measure is learned (about 30,000 us a launch); beside one whose 1 us
  * requests come every 10 ms (each 30 ms kernel has one beside it) none is:
  * each is dropped, said at debug level. Measures begin only while the
- * critical tenant has been idle longer than its linger (5 ms): up to three
- * runs for one that measured. */
+ * critical tenant has been idle longer than its linger (5 ms): up to five
+ * runs for one that measured (three missed once in seven runs here). */
 static long logged_pace(const char *out, long *per_ns, long *most);
 static void test_kind_learned_only_alone(void **st)
 {
@@ -1454,7 +1454,7 @@ static void test_kind_learned_only_alone(void **st)
     if (!logged_pace(out, &per, &most) || per < 25000000)
         fail_msg("alone: the 30 ms kind not learned (%ld ns): %s", per, out);
     int dropped = 0;
-    for (int run = 0; run < 3 && !dropped; run++) {
+    for (int run = 0; run < 5 && !dropped; run++) {
         out = run_next_to_critical_args(GS_YIELD_BOUND, CRIT_SHORT_REQUESTS, env, args);
         assert_int_equal(field(out, "launched "), 12);
         per = 0;
@@ -1463,7 +1463,7 @@ static void test_kind_learned_only_alone(void **st)
         dropped = strstr(out, "is not learned: a latency-critical tenant ran beside it") != NULL;
     }
     if (!dropped)
-        fail_msg("no measure made beside the critical requests in three runs: %s", out);
+        fail_msg("no measure made beside the critical requests in five runs: %s", out);
 }
 
 /* The pace the interposer logged first ("an event per N launches (X us of
