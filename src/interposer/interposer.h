@@ -56,7 +56,7 @@ struct gs_state {
     _Atomic uint64_t charged;
     _Atomic uint64_t audit_ns; /* CLOCK_REALTIME_COARSE of the last fstat of the ledger */
     _Atomic int32_t slot_pid;  /* the pid our slot was claimed for */
-    _Atomic int slot;          /* our slot in the ledger, -1 until claimed */
+    _Atomic int slot;          /* our slot in the ledger, -1 until claimed (-2: being claimed) */
     _Atomic int oom_logged;
     _Atomic int table_logged; /* bit per tracking table: said full (once per process) */
     _Atomic int integrated;   /* -1 unknown, 0 discrete, 1 unified memory */
