@@ -1509,7 +1509,10 @@ int main(int argc, char **argv)
         /* Three launches and a context sync; then argv[3] more, queued (the
          * fake's GS_FAKE_KERNEL_US each), argv[4] ms on the CPU while they
          * run, and one more launch and a sync: a window closed while the
-         * queued work runs must be charged for it, not to the earlier sync. */
+         * queued work runs must be charged for it, not to the earlier sync.
+         * Then, 300 ms later (past the window's period), a last launch and
+         * sync, so that the window the last sync ended in is closed (and
+         * logged) too, however slowly the host ran the rest. */
         long n = strtol(argv[3], NULL, 10), ms = strtol(argv[4], NULL, 10);
         for (int i = 0; i < 3; i++)
             if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0)
@@ -1524,7 +1527,12 @@ int main(int argc, char **argv)
         if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0 ||
             A.cuCtxSynchronize() != 0)
             return 4;
-        printf("launched %ld\n", n + 4);
+        struct timespec later = {0, 300 * 1000000L};
+        nanosleep(&later, NULL);
+        if (A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != 0 ||
+            A.cuCtxSynchronize() != 0)
+            return 4;
+        printf("launched %ld\n", n + 5);
         return 0;
     }
     if (!strcmp(s, "launch-pause") && argc > 4) {
