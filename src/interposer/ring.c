@@ -386,6 +386,13 @@ static void unmark(int slot)
     ring.mark[slot] = 0;
 }
 
+/* Under ring.lock: the next value a word is written with (never 0: a free
+ * word's want). */
+static uint32_t next_value(void)
+{
+    return ++mk.value ? mk.value : ++mk.value;
+}
+
 /* Under ring.lock: marks slot's work on s with a write (1), or not (0: an
  * event instead). The first mark is followed by the event that checks it. */
 static int mark(int slot, CUstream s, CUcontext cur)
@@ -403,7 +410,7 @@ static int mark(int slot, CUstream s, CUcontext cur)
     int w = word_get();
     if (w < 0)
         return 0;
-    uint32_t v = ++mk.value ? mk.value : ++mk.value;
+    uint32_t v = next_value();
     CUresult rc = gs_g.real.cuStreamWriteValue32_v2(s, mk.dptr + (CUdeviceptr)w * sizeof(uint32_t),
                                                     v, CU_STREAM_WRITE_VALUE_DEFAULT);
     if (rc != CUDA_SUCCESS) {
@@ -775,9 +782,9 @@ static void hold(CUstream s, CUcontext cur)
     int w = word_get();
     if (w < 0)
         return;
-    uint32_t v = ++mk.value ? mk.value : ++mk.value;
+    uint32_t v = next_value();
     if (atomic_load_explicit(&mk.word[w], memory_order_relaxed) == v)
-        v = ++mk.value ? mk.value : ++mk.value;
+        v = next_value();
     CUresult rc = gs_g.real.cuStreamWaitValue32_v2(s, mk.dptr + (CUdeviceptr)w * sizeof(uint32_t),
                                                    v, CU_STREAM_WAIT_VALUE_EQ);
     if (rc != CUDA_SUCCESS) {

@@ -1366,18 +1366,18 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
     }
     uint64_t kernel_ns = thread_kernel_ns >= 0 ? (uint64_t)thread_kernel_ns : st.kernel_ns;
     struct hold *h = hold_find(hStream, dev);
-    if (h) /* behind a wait not yet met: timed from its end */
+    if (h) { /* behind a wait not yet met: timed from its end */
         hold_add_kernel(h, kernel_ns);
-    else if (kernel_ns && *busy > now) {
-        unsigned long long q = (*busy - now + kernel_ns - 1) / kernel_ns;
-        unsigned long long m = atomic_load(&max_queued);
-        while (q > m && !atomic_compare_exchange_weak(&max_queued, &m, q))
-            ;
-        unsigned long long w = *busy - now, mw = atomic_load(&max_queued_ns);
-        while (w > mw && !atomic_compare_exchange_weak(&max_queued_ns, &mw, w))
-            ;
-    }
-    if (!h) {
+    } else {
+        if (kernel_ns && *busy > now) {
+            unsigned long long q = (*busy - now + kernel_ns - 1) / kernel_ns;
+            unsigned long long m = atomic_load(&max_queued);
+            while (q > m && !atomic_compare_exchange_weak(&max_queued, &m, q))
+                ;
+            unsigned long long w = *busy - now, mw = atomic_load(&max_queued_ns);
+            while (w > mw && !atomic_compare_exchange_weak(&max_queued_ns, &mw, w))
+                ;
+        }
         *busy = (*busy > now ? *busy : now) + kernel_ns;
         if (*busy > st.devs[dev].busy_until)
             st.devs[dev].busy_until = *busy;
@@ -2583,10 +2583,10 @@ static void hold_forget_event(struct fake_event *ev)
 /* The wait met at now: the stream and what was kept aside go on. */
 static void hold_release(struct hold *h, uint64_t now)
 {
-    uint64_t *busy = h->type == HOLD_LEGACY ? &st.devs[h->dev].default_busy_until
-                     : h->type == HOLD_PTSZ ? h->ptsz
-                                            : NULL;
-    if (h->type == HOLD_STREAM) {
+    uint64_t *busy = h->ptsz; /* (HOLD_PTSZ) */
+    if (h->type == HOLD_LEGACY) {
+        busy = &st.devs[h->dev].default_busy_until;
+    } else if (h->type == HOLD_STREAM) {
         struct rec *r = rec_find(K_STREAM, (uint64_t)h->key);
         busy = r ? &r->busy_until : NULL; /* (destroyed: its work still runs) */
     }

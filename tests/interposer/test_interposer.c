@@ -1443,6 +1443,7 @@ static void test_guard_lets_one_go_after_a_second_held(void **st)
  * critical tenant has been idle longer than its linger (5 ms): up to five
  * runs for one that measured (three missed once in seven runs here). */
 static long logged_pace(const char *out, long *per_ns, long *most);
+static void pace_lines(const char *out, long *first, long *per_ns, long *most, long *least);
 static void test_kind_learned_only_alone(void **st)
 {
     (void)st;
@@ -1471,34 +1472,39 @@ static void test_kind_learned_only_alone(void **st)
  * event of all it logged, in *most. */
 static long logged_pace(const char *out, long *per_ns, long *most)
 {
+    long first = 0, least = 0;
+    pace_lines(out, &first, per_ns, most, &least);
+    return first;
+}
+
+/* The pace lines the interposer logged ("an event per N launches (X us of
+ * GPU time per launch)"): the first's N and X (ns), and the most and the
+ * fewest launches per event of all (0: none logged). */
+static void pace_lines(const char *out, long *first, long *per_ns, long *most, long *least)
+{
     static const char line[] = "next to an idle critical tenant: an event per ";
-    long first = 0;
-    *most = 0;
+    *first = *most = *least = 0;
     for (const char *p = strstr(out, line); p; p = strstr(p + 1, line)) {
         double us = 0;
         long n = 0;
         if (sscanf(p, "next to an idle critical tenant: an event per %ld launches (%lf us", &n,
                    &us) != 2)
             continue;
-        if (!first) {
-            first = n;
+        if (!*first) {
+            *first = n;
             *per_ns = (long)(us * 1000);
         }
         *most = n > *most ? n : *most;
+        if (n > 0 && (!*least || n < *least))
+            *least = n;
     }
-    return first;
 }
 
 /* The fewest launches per event the interposer logged (1 if none). */
 static long least_pace(const char *out)
 {
-    static const char line[] = "next to an idle critical tenant: an event per ";
-    long least = 0;
-    for (const char *p = strstr(out, line); p; p = strstr(p + 1, line)) {
-        long n = 0;
-        if (sscanf(p + sizeof line - 1, "%ld", &n) == 1 && n > 0 && (!least || n < least))
-            least = n;
-    }
+    long first = 0, per = 0, most = 0, least = 0;
+    pace_lines(out, &first, &per, &most, &least);
     return least ? least : 1;
 }
 
