@@ -241,13 +241,34 @@ static struct {
     unsigned pages; /* pages made: which one a hold's word is in */
 } mk;
 
-/* The word this thread's measure holds its stream on, the value that
- * releases it, and the page it is in (gs_ring_unhold). */
+/* The holds under way (hold, gs_ring_unhold), each a word of the page, the
+ * value that releases it and when it was made. The launch hook releases its
+ * own once the launch returns. A driver whose launch blocks behind the held
+ * stream (its command buffer full, behind work the application queued on a
+ * stream that shares the held one's hardware queue) would never return: a
+ * thread of ours, made at the first hold, writes any word held longer than
+ * HOLD_MAX_NS (a launch returns in microseconds) and turns holds off, saying
+ * so; it sleeps while none is under way. Under ring.lock. */
+#define HOLD_MAX_NS (100ull * 1000 * 1000)
+enum { LIVE_MAX = 8 };
+static struct {
+    struct {
+        unsigned gen; /* 0: free */
+        unsigned w;
+        uint32_t value;
+        unsigned page; /* mk.pages when held */
+        uint64_t since;
+    } h[LIVE_MAX];
+    unsigned n;   /* under way */
+    unsigned gen; /* holds made */
+    int started;  /* the thread runs (-1: it could not be made) */
+    pthread_cond_t cond;
+} dog;
+
+/* This thread's hold: its entry, as made (gs_ring_unhold). */
 __thread int gs_ring_holding __attribute__((tls_model("initial-exec")));
 static __thread struct {
-    unsigned w;
-    uint32_t value;
-    unsigned page; /* mk.pages when held */
+    unsigned slot, gen;
 } held __attribute__((tls_model("initial-exec")));
 
 /* Under ring.lock: marks given up, for a reason said once. */
@@ -341,6 +362,9 @@ static void marks_end(int alive)
         gs_g.real.cuMemHostUnregister((void *)mk.word);
     munmap((void *)mk.word, len);
     mk.word = NULL;
+    for (int i = 0; i < LIVE_MAX; i++) /* (its streams went with the context) */
+        dog.h[i].gen = 0;
+    dog.n = 0;
     mk.ctx = NULL;
     if (mk.check_ev && alive && gs_g.real.cuEventDestroy_v2)
         gs_g.real.cuEventDestroy_v2(mk.check_ev);
@@ -759,6 +783,74 @@ static void measure_later(uint64_t at)
     atomic_store_explicit(&ring.m_block, at, memory_order_relaxed);
 }
 
+static void sweep(int except);
+
+/* The watchdog's thread (HOLD_MAX_NS): holds with ring.lock but while it
+ * sleeps. */
+static void *dog_run(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&ring.lock);
+    for (;;) {
+        uint64_t now = gs_clock_ns(), next = UINT64_MAX;
+        for (int i = 0; i < LIVE_MAX; i++) {
+            if (!dog.h[i].gen)
+                continue;
+            if (now - dog.h[i].since < HOLD_MAX_NS) {
+                if (dog.h[i].since + HOLD_MAX_NS < next)
+                    next = dog.h[i].since + HOLD_MAX_NS;
+                continue;
+            }
+            if (mk.word && mk.pages == dog.h[i].page)
+                atomic_store_explicit(&mk.word[dog.h[i].w], dog.h[i].value, memory_order_release);
+            dog.h[i].gen = 0;
+            dog.n--;
+            if (!mk.holds_off) {
+                mk.holds_off = 1;
+                GS_LOGW("our measures: a launch on a held stream had not returned after %llu "
+                        "ms (the driver blocked it behind the hold): the stream released by our "
+                        "watchdog, and measures not held from now on (GPUSLICE_MARKS=unheld "
+                        "says so from the start)",
+                        (unsigned long long)(HOLD_MAX_NS / 1000000));
+            }
+        }
+        if (next == UINT64_MAX) {
+            pthread_cond_wait(&dog.cond, &ring.lock);
+        } else {
+            struct timespec ts = {.tv_sec = (time_t)(next / 1000000000ull),
+                                  .tv_nsec = (long)(next % 1000000000ull)};
+            pthread_cond_timedwait(&dog.cond, &ring.lock, &ts);
+        }
+    }
+    return NULL;
+}
+
+/* Under ring.lock: the watchdog running, else holds off (said). */
+static int dog_start(void)
+{
+    if (dog.started)
+        return dog.started > 0;
+    pthread_condattr_t ca;
+    pthread_attr_t a;
+    pthread_t t;
+    int ok = pthread_condattr_init(&ca) == 0;
+    ok = ok && pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+         pthread_cond_init(&dog.cond, &ca) == 0;
+    if (ok && pthread_attr_init(&a) == 0) {
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&t, &a, dog_run, NULL) == 0;
+        pthread_attr_destroy(&a);
+    } else {
+        ok = 0;
+    }
+    dog.started = ok ? 1 : -1;
+    if (!ok) {
+        mk.holds_off = 1;
+        GS_LOGI("our measures: not held (no thread to watch over a hold could be made)");
+    }
+    return ok;
+}
+
 /* Under ring.lock, before a measure's first event on s (in cur) of a kind
  * measured before: where our work waits for the host and its marks are
  * words (checked), holds s on a free word until gs_ring_unhold writes it,
@@ -768,13 +860,13 @@ static void measure_later(uint64_t at)
  * its first launch may load its module, and nothing is held meanwhile. Nor
  * with work of ours still queued: a launch behind a held queue that deep
  * could block on the driver's full command buffer, which the held stream
- * would never drain. */
-static void sweep(int except);
+ * would never drain (one that blocks all the same, behind the application's
+ * own work: the watchdog above). Nor without the watchdog. */
 static void hold(CUstream s, CUcontext cur)
 {
     if (mk.off || mk.holds_off || !mk.word || mk.ctx != cur || mk.check != MARK_CHECKED ||
         atomic_load_explicit(&host_bound, memory_order_relaxed) < HOST_MARKS ||
-        !gs_g.real.cuStreamWaitValue32_v2)
+        !gs_g.real.cuStreamWaitValue32_v2 || dog.n == LIVE_MAX || !dog_start())
         return;
     sweep(-1);
     if (atomic_load_explicit(&ring.n, memory_order_relaxed))
@@ -796,9 +888,20 @@ static void hold(CUstream s, CUcontext cur)
     }
     mk.want[w] = v; /* free again once written (gs_ring_unhold) */
     mk.orphan[w] = 1;
-    held.w = (unsigned)w;
-    held.value = v;
-    held.page = mk.pages;
+    unsigned i = 0;
+    while (dog.h[i].gen)
+        i++;
+    if (!++dog.gen)
+        dog.gen = 1;
+    dog.h[i].gen = dog.gen;
+    dog.h[i].w = (unsigned)w;
+    dog.h[i].value = v;
+    dog.h[i].page = mk.pages;
+    dog.h[i].since = gs_clock_ns();
+    if (dog.n++ == 0)
+        pthread_cond_signal(&dog.cond); /* (it sleeps with none under way) */
+    held.slot = i;
+    held.gen = dog.gen;
     gs_ring_holding = 1;
     ring.m.held = 1;
 }
@@ -807,8 +910,14 @@ void gs_ring_unhold(void)
 {
     gs_ring_holding = 0;
     pthread_mutex_lock(&ring.lock);
-    if (mk.word && mk.pages == held.page) /* (else its context ended meanwhile) */
-        atomic_store_explicit(&mk.word[held.w], held.value, memory_order_release);
+    /* (else the watchdog released it, or its context ended meanwhile) */
+    if (dog.h[held.slot].gen == held.gen) {
+        if (mk.word && mk.pages == dog.h[held.slot].page)
+            atomic_store_explicit(&mk.word[dog.h[held.slot].w], dog.h[held.slot].value,
+                                  memory_order_release);
+        dog.h[held.slot].gen = 0;
+        dog.n--;
+    }
     pthread_mutex_unlock(&ring.lock);
 }
 
@@ -1252,6 +1361,10 @@ void gs_ring_after_fork(void)
     mk.check_ev = NULL;
     if (mk.check != MARK_CHECKED)
         mk.check = 0;
+    /* Nor the watchdog: a child that holds makes its own. */
+    memset(dog.h, 0, sizeof dog.h);
+    dog.n = 0;
+    dog.started = 0;
     atomic_store(&ring.n, 0);
     atomic_store(&ring.queued, 0);
     atomic_store(&ring.pending, 0);

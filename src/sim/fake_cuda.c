@@ -234,6 +234,7 @@ static struct {
     uint64_t graph_mem; /* graph memory a graph's launch reserves (GS_FAKE_GRAPH_MEM) */
     bool capture;       /* streams of cuStreamCreate say they are captured (GS_FAKE_CAPTURE) */
     bool writes_lost;   /* stream memory writes never land (GS_FAKE_WRITES_LOST) */
+    bool held_blocks;   /* a launch onto a held stream blocks (GS_FAKE_HELD_BLOCKS) */
     bool invalidated;   /* ... and a call the capture forbids came: it is invalidated */
     int driver_version;
     char name[256];
@@ -283,6 +284,7 @@ static void read_config(void)
     st.graph_mem = fake_env_bytes("GS_FAKE_GRAPH_MEM", 0);
     st.capture = fake_env_int("GS_FAKE_CAPTURE", 0, 0, 1) == 1;
     st.writes_lost = fake_env_int("GS_FAKE_WRITES_LOST", 0, 0, 1) == 1;
+    st.held_blocks = fake_env_int("GS_FAKE_HELD_BLOCKS", 0, 0, 1) == 1;
     st.driver_version =
         (int)fake_env_int("GS_FAKE_DRIVER_VERSION", DEFAULT_DRIVER_VERSION, 2000, 99990);
     fake_env_sim_name(fake_env_str("GS_FAKE_NAME", "gpuslice simulated GPU"), st.name,
@@ -572,6 +574,7 @@ static void ctx_end(struct ctx *c)
 struct hold;
 static struct hold *hold_find(CUstream s, int dev);
 static void hold_add_kernel(struct hold *h, uint64_t ns);
+static void held_block(CUstream s, int dev);
 
 /* Each thread's per-thread default stream, one queue per device (valid for
  * the fake's generation it was last used in: a reset empties them all). */
@@ -1347,6 +1350,10 @@ static CUresult launch(const void *what, unsigned gx, unsigned gy, unsigned gz, 
     int dev;
     uint64_t *busy;
     CUresult rc = stream_queue(hStream, &dev, &busy);
+    if (rc == CUDA_SUCCESS && st.held_blocks && hold_find(hStream, dev)) {
+        held_block(hStream, dev);
+        rc = stream_queue(hStream, &dev, &busy); /* (it may have gone meanwhile) */
+    }
     if (rc != CUDA_SUCCESS)
         return rc;
     if (!what)
@@ -2620,6 +2627,26 @@ static void holds_check(void)
         if (holds[i].on && wait_met(atomic_load_explicit(holds[i].at, memory_order_acquire),
                                     holds[i].value, holds[i].op))
             hold_release(&holds[i], now);
+}
+
+/* Under the lock, with GS_FAKE_HELD_BLOCKS=1: a launch onto s, held, waits
+ * (the lock dropped meanwhile) until the hold is released, as a driver's
+ * launch blocks where the command buffer behind a wait not yet met is full.
+ * Ten seconds of it abort, saying so: nothing released the stream. */
+static void held_block(CUstream s, int dev)
+{
+    uint64_t from = now_ns();
+    while (hold_find(s, dev)) {
+        if (now_ns() - from > 10000000000ull) {
+            fprintf(stderr, "gpuslice fake: a launch blocked 10 s behind a held stream "
+                            "(GS_FAKE_HELD_BLOCKS): nothing released it\n");
+            abort();
+        }
+        pthread_mutex_unlock(&lock);
+        usleep(100);
+        pthread_mutex_lock(&lock);
+        holds_check();
+    }
 }
 
 static void holds_reset(void)

@@ -1839,6 +1839,23 @@ static void test_held_measures_time_the_gpu(void **st)
         fail_msg("wait refused: %s", out);
 }
 
+/* A driver whose launch blocks behind the held stream (GS_FAKE_HELD_BLOCKS:
+ * its command buffer full) would never return to release it: the watchdog
+ * writes the word a while later, says so, and holds are off from then (one
+ * wait made in all); every launch runs and our work drains. */
+static void test_stuck_hold_released(void **st)
+{
+    (void)st;
+    const char *host[] = {"direct", "marked", "6000", "1", "0", NULL};
+    const char *out =
+        run_marked("GPUSLICE_LOG_LEVEL=info GS_FAKE_LAUNCH_NS=20000 GS_FAKE_HELD_BLOCKS=1", host);
+    print_message("a launch blocked behind its hold: %ld waits, %ld marks\n", field(out, "waits "),
+                  field(out, "words-written ") + field(out, "event-records "));
+    if (field(out, "waits ") != 1 || field(out, "drained ") != 1 ||
+        !strstr(out, "released by our watchdog, and measures not held from now on"))
+        fail_msg("stuck hold: %s", out);
+}
+
 /* The guard comes from the slice's limits (guard_us): a best-effort tenant
  * that gates says it is on, with its margin; a critical one says the setting
  * is not for it, and runs without. (What it decides: test_compute.c.) */
@@ -2390,6 +2407,7 @@ int main(void)
         cmocka_unit_test(test_watched_critical_read_seldom),
         cmocka_unit_test(test_marks_follow_what_waits),
         cmocka_unit_test(test_held_measures_time_the_gpu),
+        cmocka_unit_test(test_stuck_hold_released),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
         cmocka_unit_test(test_ptsz_events_on_the_threads_stream),
         cmocka_unit_test(test_streams_bounded_apart),
