@@ -220,6 +220,7 @@ void gs_launch_init(const char *state_dir)
     if (!cc.on)
         return;
     atomic_store(&cc.coarse_slack, gs_clock_coarse_slack_ns(COARSE_TICK_MAX_NS));
+    gs_ring_init();
     int gated = gs_limits_guard_applies(&gs_g.limits);
     cc.self.guard_ns = gated ? gs_g.limits.guard_us * 1000 : 0;
     gs_cc_power_init(&cc.power, gs_limits_power_guard_applies(&gs_g.limits)

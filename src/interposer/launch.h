@@ -89,8 +89,11 @@ int gs_ring_window_closed(void);
  * are unbounded, and what is queued is not known. */
 int gs_ring_unbounded(void);
 /* Next to an idle critical tenant: the GPU work one event may cover, from the
- * controller's decision (gs_cc_self.cover_ns; 0: the default, 50 us). */
+ * controller's decision (gs_cc_self.cover_ns; 0: the default, 50 us or GPUSLICE_IDLE_COVER_US). */
 void gs_ring_cover(uint64_t cover_ns);
+/* The cover next to an idle critical tenant without a rhythm, from
+ * GPUSLICE_IDLE_COVER_US (said where malformed). */
+void gs_ring_init(void);
 /* Next to a critical tenant: the GPU time a launch of kind takes, as
  * measured (0: not known); and the work queued ahead of a launch on s now
  * behind what runs, as expected: our outstanding events' but the oldest's

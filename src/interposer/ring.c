@@ -91,7 +91,11 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
  * a cover of its own instead, for as long as it knows (gs_ring_cover: a
  * quarter of the room to the guard's horizon, compute.h). */
 #define CRIT_COVER_NS (50ull * 1000)
-#define PACED_SPIN_NS (2 * CRIT_COVER_NS)
+#define PACED_SPIN_NS (2 * idle_cover_ns)
+/* CRIT_COVER_NS, or GPUSLICE_IDLE_COVER_US's (gs_ring_init): more makes fewer
+ * marks, and lets a request find more of ours queued. */
+enum { IDLE_COVER_MIN_US = 10, IDLE_COVER_MAX_US = 2000 };
+static uint64_t idle_cover_ns = CRIT_COVER_NS;
 #define MEASURE_GAP_NS (10ull * 1000 * 1000)
 #define SLOWER_COVERS 4
 /* A long wait's GPU time per launch is a floor under every kind's estimate
@@ -758,7 +762,28 @@ uint64_t gs_ring_ahead_ns(CUstream s)
 
 void gs_ring_cover(uint64_t cover_ns)
 {
-    atomic_store_explicit(&ring.cover, cover_ns ? cover_ns : CRIT_COVER_NS, memory_order_relaxed);
+    atomic_store_explicit(&ring.cover, cover_ns ? cover_ns : idle_cover_ns, memory_order_relaxed);
+}
+
+void gs_ring_init(void)
+{
+    const char *e = getenv("GPUSLICE_IDLE_COVER_US");
+    if (!e || !*e)
+        return;
+    char *end;
+    unsigned long long us = strtoull(e, &end, 10);
+    if (*end || *e == '-' || us < IDLE_COVER_MIN_US || us > IDLE_COVER_MAX_US) {
+        GS_LOGW("GPUSLICE_IDLE_COVER_US=%s is not a whole number of microseconds from %d to %d: "
+                "%llu used (unset it, or give e.g. 100)",
+                e, IDLE_COVER_MIN_US, IDLE_COVER_MAX_US,
+                (unsigned long long)(CRIT_COVER_NS / 1000));
+        return;
+    }
+    idle_cover_ns = us * 1000;
+    atomic_store(&ring.cover, idle_cover_ns);
+    GS_LOGD("next to an idle critical tenant: a mark after every %llu us of our GPU work "
+            "(GPUSLICE_IDLE_COVER_US)",
+            us);
 }
 
 /* The thread that measures a launch: the measure's number and its stream,
@@ -1373,7 +1398,7 @@ void gs_ring_after_fork(void)
     atomic_store(&ring.launches, 0);
     atomic_store(&ring.every, EVERY_START);
     atomic_store(&ring.unbounded, 0);
-    atomic_store(&ring.cover, CRIT_COVER_NS);
+    atomic_store(&ring.cover, idle_cover_ns);
     atomic_store(&ring.floor_now, 0);
     kinds_forget();
     atomic_store(&ring.crit_last, 0);

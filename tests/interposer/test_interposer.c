@@ -1839,6 +1839,39 @@ static void test_held_measures_time_the_gpu(void **st)
         fail_msg("wait refused: %s", out);
 }
 
+/* GPUSLICE_IDLE_COVER_US sets the GPU work of ours between two marks next to
+ * an idle critical tenant: 5 us kernels 10 us apart get a mark per ~33
+ * launches at 200 us against ~8 (the first 256 launches, a stream new to
+ * the ring, each keep one either way: ring.c's MULTI_LAUNCHES), and the queue
+ * stays within two covers; a malformed value is said, naming the variable,
+ * and the default used. */
+static void test_idle_cover_from_env(void **st)
+{
+    (void)st;
+    const char *host[] = {"direct", "marked", "3000", "5", "10", NULL};
+    const char *out = NULL;
+    long base = 0, wide = 0;
+    for (int run = 0; run < 3; run++) { /* (a writer thread stalled: test_events_paced...) */
+        out = run_marked("GPUSLICE_LOG_LEVEL=debug", host);
+        base = field(out, "words-written ") + field(out, "event-records ");
+        out =
+            run_next_to_critical_args(GS_YIELD_GATE, CRIT_IDLE_LONG,
+                                      "GPUSLICE_LOG_LEVEL=debug GPUSLICE_IDLE_COVER_US=200", host);
+        wide = field(out, "words-written ") + field(out, "event-records ");
+        print_message("5 us kernels: %ld marks at 50 us, %ld at 200 us; queued %ld us\n", base,
+                      wide, field(out, "queued-us "));
+        if ((wide - 256) * 2 <= base - 256)
+            break;
+    }
+    if (field(out, "marked launched ") != 3000 || (wide - 256) * 2 > base - 256 ||
+        field(out, "queued-us ") > 2 * 200 + 5 + 50 ||
+        !strstr(out, "a mark after every 200 us of our GPU work"))
+        fail_msg("cover 200 us: %ld marks against %ld: %s", wide, base, out);
+    out = run_marked("GPUSLICE_LOG_LEVEL=info GPUSLICE_IDLE_COVER_US=5ms", host);
+    if (!strstr(out, "GPUSLICE_IDLE_COVER_US=5ms is not a whole number of microseconds"))
+        fail_msg("malformed cover: %s", out);
+}
+
 /* A driver whose launch blocks behind the held stream (GS_FAKE_HELD_BLOCKS:
  * its command buffer full) would never return to release it: the watchdog
  * writes the word a while later, says so, and holds are off from then (one
@@ -2408,6 +2441,7 @@ int main(void)
         cmocka_unit_test(test_marks_follow_what_waits),
         cmocka_unit_test(test_held_measures_time_the_gpu),
         cmocka_unit_test(test_stuck_hold_released),
+        cmocka_unit_test(test_idle_cover_from_env),
         cmocka_unit_test(test_share_queue_bounded_by_paced_events),
         cmocka_unit_test(test_ptsz_events_on_the_threads_stream),
         cmocka_unit_test(test_streams_bounded_apart),
