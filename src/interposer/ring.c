@@ -97,6 +97,8 @@ enum { EVERY_START = 4, EVERY_MAX = 1024 };
 enum { IDLE_COVER_MIN_US = 10, IDLE_COVER_MAX_US = 2000 };
 static uint64_t idle_cover_ns = CRIT_COVER_NS;
 #define MEASURE_GAP_NS (10ull * 1000 * 1000)
+#define LATER_NS (20ull * 1000)
+enum { HOLD_QUEUE_MAX = 128 };
 #define SLOWER_COVERS 4
 /* A long wait's GPU time per launch is a floor under every kind's estimate
  * that halves every FLOOR_HALF_NS: launches of one kind whose lengths differ
@@ -184,6 +186,7 @@ static struct {
         unsigned gen;   /* measures begun */
         uint64_t began; /* when the one in state 1 began */
         uintptr_t kind;
+        uint64_t later_from;         /* a held measure put off since (0: none) */
         uint64_t floor_ns, floor_at; /* a long wait's time per launch, and when */
         /* A sample that would lengthen its kind's estimate, taken between
          * from and to, until gs_ring_judge has asked whether a critical
@@ -193,6 +196,9 @@ static struct {
         unsigned forgets; /* kinds_forget's calls: a sample judged across one is dropped */
     } m;
     _Atomic uint64_t m_next, m_block;
+    /* Next to an idle critical tenant: the launches that waited for our
+     * older mark since the last window's end, and how long in all. */
+    uint64_t paced_waits, paced_wait_ns;
     _Atomic int pending;
     /* Each slot's mark: 0, its event; else a word of the marks' page, + 1. */
     unsigned short mark[GS_RING_POOL];
@@ -883,22 +889,35 @@ static int dog_start(void)
  * GPU that a measure on a stream run dry takes in (an add measured at 16.4
  * us of GPU time that a graph replays in 1.16). Not a kind's first measure:
  * its first launch may load its module, and nothing is held meanwhile. Nor
- * with work of ours still queued: a launch behind a held queue that deep
- * could block on the driver's full command buffer, which the held stream
- * would never drain (one that blocks all the same, behind the application's
- * own work: the watchdog above). Nor without the watchdog. */
-static void hold(CUstream s, CUcontext cur)
+ * with more than HOLD_QUEUE_MAX launches of ours that may still be queued
+ * (those since the oldest mark not seen reached): a launch behind a held
+ * queue that deep could block on the driver's full command buffer, which
+ * the held stream would never drain (one that blocks all the same, behind
+ * the application's own work: the watchdog above). With fewer, the measure
+ * is as exact: its first event waits for the work before it. (With none
+ * allowed, the mark after the last launch, on its way to the GPU, made one
+ * measure in five unheld on the H100, and an unheld one lengthens the
+ * estimate at once.) Nor without the watchdog. HOLD_LATER: it would be held
+ * but for our work queued (or no free word), soon gone where the launches
+ * wait for the host. */
+enum { HOLD_NO, HOLD_LATER, HOLD_MADE };
+static int hold(CUstream s, CUcontext cur)
 {
     if (mk.off || mk.holds_off || !mk.word || mk.ctx != cur || mk.check != MARK_CHECKED ||
         atomic_load_explicit(&host_bound, memory_order_relaxed) < HOST_MARKS ||
         !gs_g.real.cuStreamWaitValue32_v2 || dog.n == LIVE_MAX || !dog_start())
-        return;
+        return HOLD_NO;
     sweep(-1);
-    if (atomic_load_explicit(&ring.n, memory_order_relaxed))
-        return;
+    uint64_t queued =
+        atomic_load_explicit(&ring.launches, memory_order_relaxed) - ring.rec_launches;
+    for (int i = 0; i < GS_RING_POOL; i++)
+        if (ring.seq[i])
+            queued += ring.covers[i];
+    if (queued > HOLD_QUEUE_MAX)
+        return HOLD_LATER;
     int w = word_get();
     if (w < 0)
-        return;
+        return HOLD_LATER;
     uint32_t v = next_value();
     if (atomic_load_explicit(&mk.word[w], memory_order_relaxed) == v)
         v = next_value();
@@ -909,7 +928,7 @@ static void hold(CUstream s, CUcontext cur)
         GS_LOGI("our measures: the stream is not held from now on (the driver refused a wait "
                 "on our page, CUresult %d)",
                 (int)rc);
-        return;
+        return HOLD_NO;
     }
     mk.want[w] = v; /* free again once written (gs_ring_unhold) */
     mk.orphan[w] = 1;
@@ -929,6 +948,7 @@ static void hold(CUstream s, CUcontext cur)
     held.gen = dog.gen;
     gs_ring_holding = 1;
     ring.m.held = 1;
+    return HOLD_MADE;
 }
 
 void gs_ring_unhold(void)
@@ -976,8 +996,20 @@ void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind)
         }
     ring.m.ctx = cur;
     ring.m.held = 0;
-    if (kind_est(kind))
-        hold(s, cur);
+    /* A measure that could be held but for our work still queued waits for a
+     * later launch (LATER_NS on, and at least the next coarse tick), up to
+     * MEASURE_GAP_NS: unheld, it would take in the host's way to the GPU and
+     * lengthen the estimate at once (on the H100 an empty kernel's estimate
+     * stood at 8-13 us a fifth of the time, held 3.1-4). */
+    if (kind_est(kind) && hold(s, cur) == HOLD_LATER) {
+        if (!ring.m.later_from)
+            ring.m.later_from = now;
+        if (now - ring.m.later_from < MEASURE_GAP_NS) {
+            atomic_store_explicit(&ring.m_block, now + LATER_NS, memory_order_relaxed);
+            goto out;
+        }
+    }
+    ring.m.later_from = 0;
     if (gs_g.real.cuEventRecord(ring.m.ev[0], s) == CUDA_SUCCESS) {
         ring.m.state = 1;
         ring.m.began = now;
@@ -1177,6 +1209,14 @@ static unsigned pace_every(uint64_t gpu_ns, uint64_t launches)
 
 void gs_ring_pace(uint64_t gpu_ns, uint64_t launches)
 {
+    pthread_mutex_lock(&ring.lock);
+    uint64_t waits = ring.paced_waits, wait_ns = ring.paced_wait_ns;
+    ring.paced_waits = ring.paced_wait_ns = 0;
+    pthread_mutex_unlock(&ring.lock);
+    if (waits)
+        GS_LOGD("next to an idle critical tenant: %llu launches of the last window's %llu waited "
+                "for our older mark, %.3f ms in all (the GPU behind our launches)",
+                (unsigned long long)waits, (unsigned long long)launches, (double)wait_ns / 1e6);
     unsigned every = pace_every(gpu_ns, launches);
     if (!every)
         return;
@@ -1325,6 +1365,10 @@ static int trim(const struct key *k, int max, int crit, gs_ring_seen_fn *seen, u
             GS_LOGD("next to an idle critical tenant: our oldest event took %.2f ms over %llu "
                     "launches: %.1f us of GPU time per launch at least, for a while",
                     (double)(busy - began) / 1e6, (unsigned long long)covered, (double)per / 1e3);
+    }
+    if (paced && waited) { /* (for the window's log: gs_ring_pace) */
+        ring.paced_waits++;
+        ring.paced_wait_ns += gs_clock_ns() - began;
     }
     pthread_mutex_unlock(&ring.lock);
     return waited;

@@ -2345,24 +2345,39 @@ static struct {
     pid_t pid; /* the process whose writer runs (another: a forked child's first) */
 } writes = {.m = PTHREAD_MUTEX_INITIALIZER};
 
+/* While a stream is held, the writer looks at the held words this often, as
+ * the GPU polls a wait's word: a host that only reads memory (marks in words)
+ * makes no call into the fake that would see its store. */
+#define HOLD_POLL_NS (20ull * 1000)
+static _Atomic unsigned holds_on; /* (below: waits on memory) */
+
 static void *writer(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&writes.m);
     for (;;) {
-        if (!writes.n) {
-            pthread_cond_wait(&writes.cv, &writes.m);
-            continue;
+        uint64_t wake = UINT64_MAX;
+        if (atomic_load_explicit(&holds_on, memory_order_relaxed)) {
+            pthread_mutex_unlock(&writes.m); /* (the lock comes first) */
+            pthread_mutex_lock(&lock);
+            holds_check();
+            pthread_mutex_unlock(&lock);
+            pthread_mutex_lock(&writes.m);
+            wake = now_ns() + HOLD_POLL_NS;
         }
         size_t first = 0;
         for (size_t i = 1; i < writes.n; i++)
             if (writes.q[i].due < writes.q[first].due)
                 first = i;
-        uint64_t due = writes.q[first].due;
+        uint64_t due = writes.n ? writes.q[first].due : UINT64_MAX;
         if (due > now_ns()) {
-            struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull),
-                                  .tv_nsec = (long)(due % 1000000000ull)};
-            pthread_cond_timedwait(&writes.cv, &writes.m, &ts);
+            uint64_t t = due < wake ? due : wake;
+            struct timespec ts = {.tv_sec = (time_t)(t / 1000000000ull),
+                                  .tv_nsec = (long)(t % 1000000000ull)};
+            if (t == UINT64_MAX)
+                pthread_cond_wait(&writes.cv, &writes.m);
+            else
+                pthread_cond_timedwait(&writes.cv, &writes.m, &ts);
             continue;
         }
         atomic_store_explicit(writes.q[first].at, writes.q[first].value, memory_order_release);
@@ -2403,24 +2418,32 @@ static void writes_flush(void)
     pthread_mutex_unlock(&writes.m);
 }
 
+/* Under writes.m: the writer running in this process (0), started if need be. */
+static int writer_start(void)
+{
+    if (writes.pid == getpid())
+        return 0;
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&writes.cv, &a);
+    pthread_condattr_destroy(&a);
+    writes.n = 0; /* a forked child's: the parent's GPU writes for the parent */
+    pthread_t t;
+    if (pthread_create(&t, NULL, writer, NULL) != 0)
+        return -1;
+    pthread_detach(t);
+    writes.pid = getpid();
+    return 0;
+}
+
 /* Queues a write for its time, starting the writer in this process first. */
 static CUresult write_later(_Atomic uint32_t *at, uint32_t value, uint64_t due)
 {
     pthread_mutex_lock(&writes.m);
-    if (writes.pid != getpid()) {
-        pthread_condattr_t a;
-        pthread_condattr_init(&a);
-        pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-        pthread_cond_init(&writes.cv, &a);
-        pthread_condattr_destroy(&a);
-        writes.n = 0; /* a forked child's: the parent's GPU writes for the parent */
-        pthread_t t;
-        if (pthread_create(&t, NULL, writer, NULL) != 0) {
-            pthread_mutex_unlock(&writes.m);
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        pthread_detach(t);
-        writes.pid = getpid();
+    if (writer_start() != 0) {
+        pthread_mutex_unlock(&writes.m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (writes.n == writes.cap) {
         size_t cap = writes.cap ? 2 * writes.cap : 64;
@@ -2487,7 +2510,9 @@ static CUresult memop_word(const char *call, CUstream stream, CUdeviceptr addr, 
  * the kernels, events and writes queued on the stream after it are kept
  * aside, timed from the wait's end, until the condition is seen to hold.
  * The host's store into the word is no call into the fake, so the fake
- * looks at each call into it, by any thread: the stream starts again then
+ * looks at each call into it, by any thread, and every HOLD_POLL_NS from the
+ * writer thread while a stream is held (a host polling words alone makes no
+ * call): the stream starts again then
  * (or when its work before the wait ends, if later), and what was kept
  * aside follows in order. One wait at a time per stream, HOLD_ITEMS events
  * and writes behind it, HOLDS_MAX streams held at once: more aborts, saying
@@ -2688,7 +2713,15 @@ CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t va
             h->at = at;
             h->value = value;
             h->op = op;
+            pthread_mutex_lock(&writes.m); /* (the writer polls the held words) */
+            if (writer_start() != 0) {
+                pthread_mutex_unlock(&writes.m);
+                h->on = 0;
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            }
             atomic_fetch_add_explicit(&holds_on, 1, memory_order_relaxed);
+            pthread_cond_signal(&writes.cv);
+            pthread_mutex_unlock(&writes.m);
             return CUDA_SUCCESS;
         }
     fprintf(stderr, "gpuslice fake: more than %d streams held by cuStreamWaitValue32 at once\n",
