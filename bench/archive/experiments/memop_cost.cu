@@ -15,7 +15,7 @@
 //   touchN       a load from each of N cache lines of the process's own state (the
 //                same lines every time, 64-byte apart), as a hook's bookkeeping does
 //                between the driver's launches: what the driver's launch leaves of
-//                them in the CPU's caches (N = 8, 32)
+//                them in the CPU's caches (N = 1, 4, 8, 16, 32)
 // Variants take turns round by round (the order rotated); the median per variant. A
 // call's own cost: (variant - plain) x 16 (touchN: per launch).
 //
@@ -122,7 +122,8 @@ int main(int argc, char **argv)
     std::vector<variant> vs = {
         {"plain", NONE, 0},   {"write16", WRITE, 0},        {"write16_load", WRITE_LOAD, 0},
         {"ev16", EVENT, 0},   {"ev16_query", EVENT_QUERY, 0}, {"wait16", WAIT, 0},
-        {"touch8", TOUCH, 8}, {"touch32", TOUCH, 32},       {"plain_again", NONE, 0},
+        {"touch1", TOUCH, 1}, {"touch4", TOUCH, 4},         {"touch8", TOUCH, 8},
+        {"touch16", TOUCH, 16}, {"touch32", TOUCH, 32},     {"plain_again", NONE, 0},
     };
     for (auto &v : vs) // warm every path
         run_round(v, k, ev, 2000);
