@@ -1004,7 +1004,7 @@ void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind)
     if (kind_est(kind) && hold(s, cur) == HOLD_LATER) {
         if (!ring.m.later_from)
             ring.m.later_from = now;
-        if (now - ring.m.later_from < MEASURE_GAP_NS) {
+        if (now < ring.m.later_from + MEASURE_GAP_NS) { /* (now may be the coarse clock's) */
             atomic_store_explicit(&ring.m_block, now + LATER_NS, memory_order_relaxed);
             goto out;
         }
