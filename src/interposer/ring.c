@@ -895,9 +895,9 @@ static int dog_start(void)
  * the held stream would never drain (one that blocks all the same, behind
  * the application's own work: the watchdog above). With fewer, the measure
  * is as exact: its first event waits for the work before it. (With none
- * allowed, the mark after the last launch, on its way to the GPU, made one
- * measure in five unheld on the H100, and an unheld one lengthens the
- * estimate at once.) Nor without the watchdog. HOLD_LATER: it would be held
+ * allowed, the mark after the last launch, on its way to the GPU, left
+ * measures unheld on the H100, and an unheld one lengthens the estimate at
+ * once.) Nor without the watchdog. HOLD_LATER: it would be held
  * but for our work queued (or no free word), soon gone where the launches
  * wait for the host. */
 enum { HOLD_NO, HOLD_LATER, HOLD_MADE };
@@ -1000,7 +1000,7 @@ void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind)
      * later launch (LATER_NS on, and at least the next coarse tick), up to
      * MEASURE_GAP_NS: unheld, it would take in the host's way to the GPU and
      * lengthen the estimate at once (on the H100 an empty kernel's estimate
-     * stood at 8-13 us a fifth of the time, held 3.1-4). */
+     * moved 6-12 times a process between 3-4 us held and 6.5-17.6 unheld). */
     if (kind_est(kind) && hold(s, cur) == HOLD_LATER) {
         if (!ring.m.later_from)
             ring.m.later_from = now;
