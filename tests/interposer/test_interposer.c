@@ -1718,6 +1718,7 @@ static const char *run_marked(const char *env, const char *const *args)
 static void test_marks_follow_what_waits(void **st)
 {
     (void)st;
+    use_root("marks"); /* (its slices: the test root's stay under the neighbours' bound) */
     /* 5 us kernels 10 us apart: the GPU waits for the host, an event's
      * query would be the dearest call of all; one mark per ~10 launches */
     const char *host[] = {"direct", "marked", "3000", "5", "10", NULL};
@@ -1788,6 +1789,7 @@ static void test_marks_follow_what_waits(void **st)
     out = run_marked("GPUSLICE_LOG_LEVEL=info GS_FAKE_FAIL=cuMemHostRegister_v2:2", host);
     if (field(out, "words-written ") > 0 || !strstr(out, "could not be mapped for the device"))
         fail_msg("no page: %s", out);
+    use_root(NULL);
 }
 
 /* Where our work waits for the host, a measure of a kind measured before
@@ -1804,6 +1806,7 @@ static void test_marks_follow_what_waits(void **st)
 static void test_held_measures_time_the_gpu(void **st)
 {
     (void)st;
+    use_root("held"); /* (its slices: the test root's stay under the neighbours' bound) */
     const char *host[] = {"direct", "marked", "6000", "1", "0", NULL};
     const char *env = "GPUSLICE_LOG_LEVEL=debug GS_FAKE_LAUNCH_NS=20000";
     char unheld_env[160];
@@ -1839,6 +1842,7 @@ static void test_held_measures_time_the_gpu(void **st)
     if (field(out, "waits ") != 1 || field(out, "drained ") != 1 ||
         !strstr(out, "the stream is not held from now on"))
         fail_msg("wait refused: %s", out);
+    use_root(NULL);
 }
 
 /* GPUSLICE_IDLE_COVER_US sets the GPU work of ours between two marks next to
@@ -1850,6 +1854,7 @@ static void test_held_measures_time_the_gpu(void **st)
 static void test_idle_cover_from_env(void **st)
 {
     (void)st;
+    use_root("cover"); /* (its slices: the test root's stay under the neighbours' bound) */
     const char *host[] = {"direct", "marked", "3000", "5", "10", NULL};
     const char *out = NULL;
     long base = 0, wide = 0;
@@ -1872,6 +1877,7 @@ static void test_idle_cover_from_env(void **st)
     out = run_marked("GPUSLICE_LOG_LEVEL=info GPUSLICE_IDLE_COVER_US=5ms", host);
     if (!strstr(out, "GPUSLICE_IDLE_COVER_US=5ms is not a whole number of microseconds"))
         fail_msg("malformed cover: %s", out);
+    use_root(NULL);
 }
 
 /* A driver whose launch blocks behind the held stream (GS_FAKE_HELD_BLOCKS:
@@ -1881,6 +1887,7 @@ static void test_idle_cover_from_env(void **st)
 static void test_stuck_hold_released(void **st)
 {
     (void)st;
+    use_root("stuck"); /* (its slices: the test root's stay under the neighbours' bound) */
     const char *host[] = {"direct", "marked", "6000", "1", "0", NULL};
     const char *out =
         run_marked("GPUSLICE_LOG_LEVEL=info GS_FAKE_LAUNCH_NS=20000 GS_FAKE_HELD_BLOCKS=1", host);
@@ -1889,6 +1896,7 @@ static void test_stuck_hold_released(void **st)
     if (field(out, "waits ") != 1 || field(out, "drained ") != 1 ||
         !strstr(out, "released by our watchdog, and measures not held from now on"))
         fail_msg("stuck hold: %s", out);
+    use_root(NULL);
 }
 
 /* The guard comes from the slice's limits (guard_us): a best-effort tenant
