@@ -12,6 +12,12 @@ static inline uint64_t gs_ts_ns(const struct timespec *ts)
     return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
 }
 
+/* ns as a timespec (an absolute time of gs_clock_ns, for a timed wait). */
+static inline struct timespec gs_ns_ts(uint64_t ns)
+{
+    return (struct timespec){(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+}
+
 /* Clock clk now, in ns (the vDSO: no system call); 0 if the kernel lacks it. */
 static inline uint64_t gs_clock_read_ns(clockid_t clk)
 {
@@ -73,7 +79,7 @@ static inline uint64_t gs_clock_coarse_fit(uint64_t slack, uint64_t lag, uint64_
 /* Sleeps until t (ns of gs_clock_ns), whatever signals interrupt it. */
 static inline void gs_clock_sleep_until(uint64_t t)
 {
-    struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+    struct timespec ts = gs_ns_ts(t);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
         ;
 }

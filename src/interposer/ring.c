@@ -281,6 +281,24 @@ static __thread struct {
     unsigned slot, gen;
 } held __attribute__((tls_model("initial-exec")));
 
+/* Under ring.lock: hold i ends, its word written where its page still is
+ * (else its context ended, and its stream with it). */
+static void live_release(unsigned i)
+{
+    if (mk.word && mk.pages == dog.h[i].page)
+        atomic_store_explicit(&mk.word[dog.h[i].w], dog.h[i].value, memory_order_release);
+    dog.h[i].gen = 0;
+    dog.n--;
+}
+
+/* Under ring.lock (or alone, at a fork): no hold under way. */
+static void live_forget(void)
+{
+    for (int i = 0; i < LIVE_MAX; i++)
+        dog.h[i].gen = 0;
+    dog.n = 0;
+}
+
 /* Under ring.lock: marks given up, for a reason said once. */
 static void marks_off(const char *why, CUresult rc)
 {
@@ -372,9 +390,7 @@ static void marks_end(int alive)
         gs_g.real.cuMemHostUnregister((void *)mk.word);
     munmap((void *)mk.word, len);
     mk.word = NULL;
-    for (int i = 0; i < LIVE_MAX; i++) /* (its streams went with the context) */
-        dog.h[i].gen = 0;
-    dog.n = 0;
+    live_forget(); /* (its streams went with the context) */
     mk.ctx = NULL;
     if (mk.check_ev && alive && gs_g.real.cuEventDestroy_v2)
         gs_g.real.cuEventDestroy_v2(mk.check_ev);
@@ -832,10 +848,7 @@ static void *dog_run(void *arg)
                     next = dog.h[i].since + HOLD_MAX_NS;
                 continue;
             }
-            if (mk.word && mk.pages == dog.h[i].page)
-                atomic_store_explicit(&mk.word[dog.h[i].w], dog.h[i].value, memory_order_release);
-            dog.h[i].gen = 0;
-            dog.n--;
+            live_release((unsigned)i);
             if (!mk.holds_off) {
                 mk.holds_off = 1;
                 GS_LOGW("our measures: a launch on a held stream had not returned after %llu "
@@ -848,8 +861,7 @@ static void *dog_run(void *arg)
         if (next == UINT64_MAX) {
             pthread_cond_wait(&dog.cond, &ring.lock);
         } else {
-            struct timespec ts = {.tv_sec = (time_t)(next / 1000000000ull),
-                                  .tv_nsec = (long)(next % 1000000000ull)};
+            struct timespec ts = gs_ns_ts(next);
             pthread_cond_timedwait(&dog.cond, &ring.lock, &ts);
         }
     }
@@ -956,13 +968,8 @@ void gs_ring_unhold(void)
     gs_ring_holding = 0;
     pthread_mutex_lock(&ring.lock);
     /* (else the watchdog released it, or its context ended meanwhile) */
-    if (dog.h[held.slot].gen == held.gen) {
-        if (mk.word && mk.pages == dog.h[held.slot].page)
-            atomic_store_explicit(&mk.word[dog.h[held.slot].w], dog.h[held.slot].value,
-                                  memory_order_release);
-        dog.h[held.slot].gen = 0;
-        dog.n--;
-    }
+    if (dog.h[held.slot].gen == held.gen)
+        live_release(held.slot);
     pthread_mutex_unlock(&ring.lock);
 }
 
@@ -1431,8 +1438,7 @@ void gs_ring_after_fork(void)
     if (mk.check != MARK_CHECKED)
         mk.check = 0;
     /* Nor the watchdog: a child that holds makes its own. */
-    memset(dog.h, 0, sizeof dog.h);
-    dog.n = 0;
+    live_forget();
     dog.started = 0;
     atomic_store(&ring.n, 0);
     atomic_store(&ring.queued, 0);
