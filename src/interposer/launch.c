@@ -465,13 +465,15 @@ static uint64_t all_done_at(uint64_t launches, CUcontext ctx)
  * after our last event, about 1 ms of work), and the window charged as a
  * drain charges it (charged to the last launch instead, it missed the last
  * kernel's run). */
+#define PACE_CARRIED_MIN_NS (GS_CC_PERIOD_NS / 4)
 static void window_end(struct gs_cc_seen *seen, int wait)
 {
     cc.draining = 1;
     uint64_t from = cc.self.used_from, drain_start = cc.self.drain_start;
     pthread_mutex_unlock(&cc.lock);
     uint64_t launches0 = gs_ring_launches();
-    if (!wait && gs_ring_window_closed()) {
+    int carried = !wait && gs_ring_window_closed();
+    if (carried) {
         seen->all_done = gs_clock_ns();
     } else {
         seen->all_done = all_done_at(launches0, gs_current_ctx());
@@ -493,9 +495,19 @@ static void window_end(struct gs_cc_seen *seen, int wait)
     seen->last_launch = atomic_load_explicit(&cc.last_launch, memory_order_relaxed);
     seen->last_sync = atomic_load_explicit(&cc.last_sync, memory_order_relaxed);
     uint64_t done = gs_cc_work_finished(drain_start, gs_clock_ns(), seen);
-    if (from && done > from)
-        gs_ring_pace(done - from, launches - cc.paced_launches);
-    cc.paced_launches = launches;
+    /* A window closed with our work queued is timed by the clock, not by
+     * the work: what it leaves queued (a few ms per stream at most) is in
+     * its span as if it had run. Over a short window (one entered just
+     * before its end) that error is the whole span, and a pace from it
+     * spread the events far too thin (33 launches of 2 and 0.1 ms kernels
+     * in 2.13 ms: one per 15, and a stream's queue then grew past 40): its
+     * launches are paced with the next window's, in which they run. */
+    uint64_t span = from && done > from ? done - from : 0;
+    if (!carried || span >= PACE_CARRIED_MIN_NS) {
+        if (span)
+            gs_ring_pace(span, launches - cc.paced_launches);
+        cc.paced_launches = launches;
+    }
     pthread_mutex_lock(&cc.lock);
     cc.draining = 0;
     pthread_cond_broadcast(&cc.drain_over);

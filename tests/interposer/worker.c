@@ -603,11 +603,24 @@ static int two_streams(long first, long n, long more, long long_us, int ptsz)
 /* One thread alternating two streams: a 2 ms kernel on one, a 0.1 ms kernel
  * on the other, n times; never a sync. Then the most kernels a launch found
  * queued on its stream, and the context syncs (drains). */
-static int alternate(long n)
+static int alternate(long n, long phase_ms)
 {
     CUstream a, b;
     if (A.cuStreamCreate(&a, 0) != 0 || A.cuStreamCreate(&b, 0) != 0)
         return 4;
+    if (phase_ms >= 0) {
+        /* The first launch at phase_ms into the controller's 200 ms period
+         * (CLOCK_MONOTONIC's, as the interposer lays its windows out). */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+        uint64_t period = 200000000ull, at = ns - ns % period + (uint64_t)phase_ms * 1000000ull;
+        if (at <= ns)
+            at += period;
+        struct timespec ts = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+            ;
+    }
     for (long i = 0; i < n; i++) {
         thread_kernel_us(2000);
         if (kernel_on(a) != 0)
@@ -1442,7 +1455,7 @@ int main(int argc, char **argv)
         return two_lengths(strtol(argv[3], NULL, 10), strtol(argv[4], NULL, 10),
                            strtol(argv[5], NULL, 10), strtol(argv[6], NULL, 10));
     if (!strcmp(s, "alternate") && argc > 3)
-        return alternate(strtol(argv[3], NULL, 10));
+        return alternate(strtol(argv[3], NULL, 10), argc > 4 ? strtol(argv[4], NULL, 10) : -1);
     if (!strcmp(s, "second-context") && argc > 3)
         return second_context(strtol(argv[3], NULL, 10));
     if (!strcmp(s, "two-streams") && argc > 6)
