@@ -3,8 +3,10 @@
 # critical peer. build-s33x-minimal is this session's build with
 # session33-breakdown.patch (TSC cycles per part of the launch hook, printed at exit as
 # "XSTAT"); build-s33-minimal the same build without it. A 50 % share beside an idle
-# critical peer (cover 50 and 200) and a memory slice alone, three processes each, two
-# turns in alternation; the XSTAT lines of every process kept.
+# critical peer (cover 50 and 200; and cover 50 with GPUSLICE_MARKS=events, the marks as
+# events: the driver's call after an event record against after a write) and a memory
+# slice alone, three processes each, two turns in alternation; the XSTAT lines of every
+# process kept.
 #   sh bench/archive/h200_session33a.sh OUT
 set -u
 OUT=$1
@@ -28,6 +30,7 @@ for turn in 1 2; do
     one build-s33x-minimal 50 x-c50-$turn $crit
     one build-s33-minimal 200 plain-c200-$turn $crit
     one build-s33x-minimal 200 x-c200-$turn $crit
+    GPUSLICE_MARKS=events one build-s33x-minimal 50 x-c50-events-$turn $crit
 done
 for d in "$OUT"/logs-x-*; do
     echo "== $(basename $d)"
