@@ -452,6 +452,9 @@ static uint64_t all_done_at(uint64_t launches, CUcontext ctx)
     return at;
 }
 
+/* A window closed with work queued this short sets no pace (window_end). */
+#define PACE_CARRIED_MIN_NS (GS_CC_PERIOD_NS / 4)
+
 /* A window's end, outside cc.lock (cc.draining: no step decides
  * meanwhile, and no lock is taken under another): what was seen of our
  * work, and the next window's events paced from this one's GPU time per
@@ -465,7 +468,6 @@ static uint64_t all_done_at(uint64_t launches, CUcontext ctx)
  * after our last event, about 1 ms of work), and the window charged as a
  * drain charges it (charged to the last launch instead, it missed the last
  * kernel's run). */
-#define PACE_CARRIED_MIN_NS (GS_CC_PERIOD_NS / 4)
 static void window_end(struct gs_cc_seen *seen, int wait)
 {
     cc.draining = 1;

@@ -601,7 +601,8 @@ static int two_streams(long first, long n, long more, long long_us, int ptsz)
 }
 
 /* One thread alternating two streams: a 2 ms kernel on one, a 0.1 ms kernel
- * on the other, n times; never a sync. Then the most kernels a launch found
+ * on the other, n times; never a sync; the first launch at phase_ms into the
+ * 200 ms period where phase_ms >= 0. Then the most kernels a launch found
  * queued on its stream, and the context syncs (drains). */
 static int alternate(long n, long phase_ms)
 {
