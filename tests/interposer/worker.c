@@ -20,6 +20,7 @@
 #include "common/gs_cuda.h"
 #include "common/gs_cuda_hooks.h"
 #include "contract/ledger.h"
+#include "interposer/compute.h"
 
 /* Direct references (resolved at link time against libcuda.so.1). */
 #define DECL(name, params, ...) CUresult name params;
@@ -600,6 +601,21 @@ static int two_streams(long first, long n, long more, long long_us, int ptsz)
     return 0;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Sleeps until at_ns (CLOCK_MONOTONIC), however far ahead. */
+static void sleep_until_ns(uint64_t at_ns)
+{
+    struct timespec ts = {(time_t)(at_ns / 1000000000ull), (long)(at_ns % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
 /* One thread alternating two streams: a 2 ms kernel on one, a 0.1 ms kernel
  * on the other, n times; never a sync; the first launch at phase_ms into the
  * 200 ms period where phase_ms >= 0. Then the most kernels a launch found
@@ -610,17 +626,11 @@ static int alternate(long n, long phase_ms)
     if (A.cuStreamCreate(&a, 0) != 0 || A.cuStreamCreate(&b, 0) != 0)
         return 4;
     if (phase_ms >= 0) {
-        /* The first launch at phase_ms into the controller's 200 ms period
+        /* The first launch at phase_ms into the controller's period
          * (CLOCK_MONOTONIC's, as the interposer lays its windows out). */
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-        uint64_t period = 200000000ull, at = ns - ns % period + (uint64_t)phase_ms * 1000000ull;
-        if (at <= ns)
-            at += period;
-        struct timespec ts = {(time_t)(at / 1000000000ull), (long)(at % 1000000000ull)};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
-            ;
+        uint64_t ns = now_ns();
+        uint64_t at = ns - ns % GS_CC_PERIOD_NS + (uint64_t)phase_ms * 1000000ull;
+        sleep_until_ns(at > ns ? at : at + GS_CC_PERIOD_NS);
     }
     for (long i = 0; i < n; i++) {
         thread_kernel_us(2000);
@@ -690,13 +700,6 @@ static long long read_calls(void)
     return n;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /* own-sigbus: the application's handler, which ends the process. */
 static void own_sigbus(int sig, siginfo_t *si, void *uc)
 {
@@ -704,14 +707,6 @@ static void own_sigbus(int sig, siginfo_t *si, void *uc)
     (void)si;
     (void)uc;
     _exit(9);
-}
-
-/* Sleeps until at_ns (CLOCK_MONOTONIC), however far ahead. */
-static void sleep_until_ns(uint64_t at_ns)
-{
-    struct timespec ts = {(time_t)(at_ns / 1000000000ull), (long)(at_ns % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
 }
 
 /* Beside a critical tenant whose next request is due at due_ns (CLOCK_MONOTONIC),
