@@ -37,6 +37,7 @@
  * module: its locks, and whatever belonged to the parent's CUDA context. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -62,27 +63,40 @@ enum { CRIT_WATCH_MAX = 8 };
 #define COARSE_SLACK_MAX_NS (40ull * 1000 * 1000)
 
 static struct {
+    /* Read on the hot path, without the lock, in one line (the driver's
+     * launch leaves little of ours in the CPU's nearest cache): */
+    _Alignas(64) int on;    /* set at start */
+    _Atomic int depth;      /* next to a critical tenant: kernels left queued (CRIT_QUEUED*) */
+    _Atomic int shrink_now; /* yield = shrink and a critical tenant is busy, or was just now */
+    /* Next to critical tenants whose ledgers peers.c maps: how many (0: none
+     * watched; decisions then last GS_CC_CRIT_POLL_NS); their stamps as the
+     * last decision saw them, in watch below (a launch that sees one moved
+     * decides). */
+    _Atomic int watch_n;
+    _Atomic uint64_t until;       /* may launch without asking until then */
+    _Atomic uint64_t last_demand; /* our demand as last published */
+    _Atomic uint64_t last_launch; /* when work was last sent */
+    /* Where the guard knows when the critical tenant's next request is due:
+     * the guard's margin before it (0: not known), by which a launch must
+     * end to go without a decision (gs_ring_idle_go). */
+    _Atomic uint64_t fit_by;
+    /* How far the hot path trusts the coarse clock (clock.h; 0: the precise
+     * clock only): set at start, fitted on the slow path. */
+    _Atomic uint64_t coarse_slack;
+    /* A latency-critical tenant: when its request under way began (its first
+     * launch since a synchronisation), 0 = none; measured for the monitor. */
+    _Atomic uint64_t request_from;
+    struct gs_peers_watched watch[CRIT_WATCH_MAX];
+    /* The rest: */
+    _Atomic uint64_t last_sync; /* when our work was last seen finished */
     pthread_mutex_t lock;
     pthread_cond_t drain_over; /* draining went back to 0 */
     int draining;              /* a thread drains our queue: no step decides meanwhile */
     uint64_t decisions;        /* steps that ended in a launch, under the lock */
     struct gs_cc_self self;
-    int on; /* set at start */
-    /* Read on the hot path, without the lock: */
-    _Atomic uint64_t until;                  /* may launch without asking until then */
-    _Atomic uint64_t last_demand;            /* our demand as last published */
-    _Atomic uint64_t last_launch, last_sync; /* when work was last sent / seen finished */
-    _Atomic int depth;      /* next to a critical tenant: kernels left queued (CRIT_QUEUED*) */
-    _Atomic int shrink_now; /* yield = shrink and a critical tenant is busy, or was just now */
-    /* Where the guard knows when the critical tenant's next request is due:
-     * the guard's margin before it (0: not known), by which a launch must
-     * end to go without a decision (cc_fits). */
-    _Atomic uint64_t fit_by;
-    /* A latency-critical tenant: when its request under way began (its first
-     * launch since a synchronisation), 0 = none; measured for the monitor. */
-    _Atomic uint64_t request_from;
-    /* ... and the rhythm of its requests, learnt here and published as the
-     * ledger's crit_rhythm for the best-effort tenants' guards; under lock. */
+    /* ... and the rhythm of its requests (a latency-critical tenant's),
+     * learnt here and published as the ledger's crit_rhythm for the
+     * best-effort tenants' guards; under lock. */
     struct gs_cc_prime rhythm;
     uint64_t charged_published; /* of self.charged_ns, what is in the ledger's gpu_ns */
     uint64_t paced_launches;    /* gs_ring_launches() at the last drain */
@@ -92,18 +106,11 @@ static struct {
     _Atomic uint64_t power_next;
     _Atomic int power_crit_active;
     _Atomic int power_on; /* the guard is on: set at start, cleared when NVML fails */
-    /* How far the hot path trusts the coarse clock (clock.h; 0: the precise
-     * clock only): set at start, fitted on the slow path. */
-    _Atomic uint64_t coarse_slack;
-    /* Next to critical tenants whose ledgers peers.c maps: how many (0: none
-     * watched; decisions then last GS_CC_CRIT_POLL_NS), and their stamps as
-     * the last decision saw them (a launch that sees one moved decides).
-     * (Last: the fields above keep their places, and the hot path its lines.) */
-    _Atomic int watch_n;
-    struct gs_peers_watched watch[CRIT_WATCH_MAX];
 } cc = {.lock = PTHREAD_MUTEX_INITIALIZER,
         .drain_over = PTHREAD_COND_INITIALIZER,
         .depth = CRIT_QUEUED};
+_Static_assert(offsetof(__typeof__(cc), request_from) + sizeof cc.request_from <= 64,
+               "the launch path's fields of the controller in one line");
 
 /* The last synchronisation of a whole context of ours that returned
  * (cuCtxSynchronize, or its _v2): every launch counted before it began
@@ -665,21 +672,6 @@ static void coarse_fit(uint64_t now)
                 (double)(now - c) / 1e6);
 }
 
-/* Next to a critical tenant idle, between decisions: whether a launch of
- * kind on s at now ends, after what we queued before it, by the guard's
- * margin before the next request where that is known (else the next
- * decision's guard sees to it). */
-static inline int cc_fits(CUstream s, uintptr_t kind, uint64_t now)
-{
-    uint64_t by = atomic_load_explicit(&cc.fit_by, memory_order_relaxed), k;
-    if (!by)
-        return 1;
-    /* (a kind not measured yet is decided: the guard takes our kernels'
-     * estimate for it) */
-    k = gs_ring_kind_ns(kind);
-    return k && now + gs_ring_ahead_ns(s) + k <= by;
-}
-
 /* Whether a watched critical tenant's stamps moved since the last decision
  * (a request began, or one finished): two loads from its mapped page each. */
 static inline int crit_moved(void)
@@ -733,16 +725,14 @@ static inline void cc_before(CUstream s, uintptr_t kind)
             return;
         /* A launch measured meanwhile is learnt here (an atomic load where none
          * is): with decisions of up to 20 ms (the watch) its kind would stay
-         * unknown until the next, an event after each of its launches. */
-        gs_ring_judge(alone_between);
-        int depth = atomic_load_explicit(&cc.depth, memory_order_relaxed);
-        /* A launch that would not end by the guard's margin is decided (and
+         * unknown until the next, an event after each of its launches. A
+         * launch that would not end by the guard's margin is decided (and
          * held); the critical tenant idle, our launches' length. */
-        if (!crit_moved() && !gs_ring_trim(depth, 1, kernel_seen) && cc_fits(s, kind, now + late)) {
-            if (depth == CRIT_QUEUED)
-                gs_ring_measure_begin(s, now, kind);
+        int depth = atomic_load_explicit(&cc.depth, memory_order_relaxed);
+        if (!crit_moved() && gs_ring_idle_go(s, kind, now, late, depth, depth == CRIT_QUEUED,
+                                             atomic_load_explicit(&cc.fit_by, memory_order_relaxed),
+                                             alone_between, kernel_seen))
             return;
-        }
     }
     cc_slow(s, kind);
     now = gs_clock_ns();

@@ -125,6 +125,19 @@ void gs_ring_pace(uint64_t gpu_ns, uint64_t launches);
 typedef void gs_ring_seen_fn(uint64_t start, uint64_t end);
 /* Returns 1 when it had to wait for a kernel of ours to finish. */
 int gs_ring_trim(int max, int crit, gs_ring_seen_fn *seen);
+/* Next to an idle critical tenant, between decisions, before a launch on s
+ * of kind at now (off by up to late): whether it goes without a decision.
+ * A measure waiting to be judged is judged first (gs_ring_judge with clean);
+ * then it does not go where more than depth of our events are outstanding
+ * (waited for, as gs_ring_trim does with seen: after a wait the time the
+ * decision allowed may be past), nor, where fit_by is known (0: not; the
+ * guard's margin before the critical tenant's next request), where it would
+ * not end by fit_by after what we queued before it (a kind not measured yet
+ * does not go). Where it goes and measure is set, a measure of it begins if
+ * one is due (gs_ring_measure_begin). Its kind's estimate is looked up once,
+ * for gs_ring_record too. */
+int gs_ring_idle_go(CUstream s, uintptr_t kind, uint64_t now, uint64_t late, int depth, int measure,
+                    uint64_t fit_by, gs_ring_clean_fn *clean, gs_ring_seen_fn *seen);
 /* ctx ends (context.c): the ring's events made in it are destroyed while it
  * lives (alive: before the driver's call), or only forgotten once the driver
  * has freed them; what they followed is outstanding no more, and new ones

@@ -45,6 +45,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -146,6 +147,25 @@ static int same(struct key a, struct key b)
 }
 
 static struct {
+    /* Read or written by every launch of ours, in one line (the driver's
+     * launch leaves little of ours in the CPU's nearest cache): */
+    _Alignas(
+        64) _Atomic int n;  /* outstanding; read without the lock to see there is nothing to do */
+    _Atomic int pending;    /* a measure waits to be judged (gs_ring_judge) */
+    _Atomic unsigned every; /* without a critical tenant: launches per event */
+    _Atomic int unbounded;  /* a full stream's wait timed out: none until a drain */
+    /* Next to a critical tenant: the stream of the last launch (its key's
+     * hash), and the launch count when another stream's came between (its
+     * low 32 bits: crit_multi). */
+    _Atomic uint32_t crit_last, crit_multi_at;
+    _Atomic uint64_t launches;  /* launches counted here, in all */
+    _Atomic uint64_t cover;     /* the GPU work an event covers: CRIT_COVER_NS or gs_ring_cover's */
+    _Atomic uint64_t floor_now; /* the floor when last looked at (floor_at) */
+    /* When the next measure may begin (below): a launch of a kind measured
+     * before waits for m_next, any for m_block (one under way, or no timing
+     * event to be had). */
+    _Atomic uint64_t m_next, m_block;
+    /* The rest: */
     pthread_mutex_t lock;
     CUevent ev[GS_RING_POOL];
     CUcontext ctx[GS_RING_POOL];      /* the context each event was made in */
@@ -153,30 +173,19 @@ static struct {
     uint64_t t[GS_RING_POOL];         /* when each was recorded */
     uint64_t seq[GS_RING_POOL];       /* which recording it holds (1, 2, ...; 0: none) */
     unsigned char solo[GS_RING_POOL]; /* ... with nothing of ours before it on the GPU */
-    _Atomic int n;     /* outstanding; read without the lock to see there is nothing to do */
-    uint64_t recorded; /* recordings so far */
-    _Atomic uint64_t launches; /* launches counted here, in all */
-    uint64_t rec_launches;     /* ... at the last recording, under the lock */
-    _Atomic unsigned every;    /* without a critical tenant: launches per event */
-    _Atomic int unbounded;     /* a full stream's wait timed out: none until a drain */
-    /* Next to a critical tenant: the launches each event covered; the
-     * stream of the last launch (its key's hash), and the launch count when
-     * another stream's came between (crit_multi_at). */
+    uint64_t recorded;                /* recordings so far */
+    uint64_t rec_launches;            /* ... at the last recording, under the lock */
+    /* Next to a critical tenant: the launches each event covered. */
     unsigned covers[GS_RING_POOL];
     uint64_t
-        work[GS_RING_POOL];     /* ... and the GPU time they were expected to take (0: not known) */
-    _Atomic uint64_t queued;    /* the outstanding ones' work but the oldest's (requeue) */
-    _Atomic uint64_t cover;     /* the GPU work an event covers: CRIT_COVER_NS or gs_ring_cover's */
-    _Atomic uint64_t floor_now; /* the floor when last looked at (floor_at) */
-    _Atomic uintptr_t crit_last;
-    _Atomic uint64_t crit_multi_at;
+        work[GS_RING_POOL];  /* ... and the GPU time they were expected to take (0: not known) */
+    _Atomic uint64_t queued; /* the outstanding ones' work but the oldest's (requeue) */
     _Atomic uint64_t kinds[KINDS]; /* each kind's GPU time per launch (KINDS) */
     /* The measure of one launch's GPU time: a pair of timing events made in
      * ctx, recorded on the launch's stream before it (state 1, by the thread
      * whose m_mine is set) and after it (state 2), of that launch's kind.
-     * Under the lock, but for when the next may begin: a launch of a kind
-     * measured before waits for m_next, any for m_block (one under way, or
-     * no timing event to be had); both read on the launch path. */
+     * Under the lock, but for when the next may begin (m_next, m_block,
+     * above: read on the launch path). */
     struct {
         CUevent ev[2];
         CUcontext ctx;
@@ -195,14 +204,14 @@ static struct {
         uint64_t pend_ns, pend_from, pend_to;
         unsigned forgets; /* kinds_forget's calls: a sample judged across one is dropped */
     } m;
-    _Atomic uint64_t m_next, m_block;
     /* Next to an idle critical tenant: the launches that waited for our
      * older mark since the last window's end, and how long in all. */
     uint64_t paced_waits, paced_wait_ns;
-    _Atomic int pending;
     /* Each slot's mark: 0, its event; else a word of the marks' page, + 1. */
     unsigned short mark[GS_RING_POOL];
 } ring = {.lock = PTHREAD_MUTEX_INITIALIZER, .every = EVERY_START, .cover = CRIT_COVER_NS};
+_Static_assert(offsetof(__typeof__(ring), m_block) + sizeof ring.m_block <= 64,
+               "the launch path's fields of the ring in one line");
 
 /* MARKS. A page of ours, page-locked and mapped for the device by one context
  * (cuMemHostRegister: a page the driver allocated would go with its
@@ -816,11 +825,14 @@ static __thread struct key m_key __attribute__((tls_model("initial-exec")));
 #define MEASURE_STALE_NS (100ull * 1000 * 1000)
 
 /* Whether a launch of kind at now may begin a measure: one of a kind not yet
- * measured whenever none is under way, others once in MEASURE_GAP_NS. */
-static int measure_due(uintptr_t kind, uint64_t now)
+ * measured whenever none is under way, others once in MEASURE_GAP_NS. est:
+ * kind's estimate, where the caller has it (else KIND_ASK). */
+#define KIND_ASK UINT64_MAX
+static int measure_due(uintptr_t kind, uint64_t est, uint64_t now)
 {
     return now >= atomic_load_explicit(&ring.m_block, memory_order_relaxed) &&
-           (now >= atomic_load_explicit(&ring.m_next, memory_order_relaxed) || !kind_est(kind));
+           (now >= atomic_load_explicit(&ring.m_next, memory_order_relaxed) ||
+            !(est == KIND_ASK ? kind_est(kind) : est));
 }
 
 /* Under ring.lock: no measure until at (none under way). */
@@ -973,15 +985,15 @@ void gs_ring_unhold(void)
     pthread_mutex_unlock(&ring.lock);
 }
 
-void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind)
+static void measure_begin(CUstream s, uint64_t now, uintptr_t kind, uint64_t est)
 {
-    if (!gs_g.real.cuEventElapsedTime || !measure_due(kind, now))
+    if (!gs_g.real.cuEventElapsedTime || !measure_due(kind, est, now))
         return;
     CUstreamCaptureMode cmode;
     int relaxed = gs_capture_relax(&cmode);
     pthread_mutex_lock(&ring.lock);
     CUcontext cur = gs_current_ctx();
-    if (ring.m.state || !measure_due(kind, now))
+    if (ring.m.state || !measure_due(kind, KIND_ASK, now))
         goto out;                          /* another thread's measure */
     if (ring.m.ctx && ring.m.ctx != cur) { /* another context's pair: not now */
         measure_later(now + MEASURE_GAP_NS);
@@ -1028,6 +1040,37 @@ void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind)
 out:
     pthread_mutex_unlock(&ring.lock);
     gs_capture_restore(relaxed, cmode);
+}
+
+void gs_ring_measure_begin(CUstream s, uint64_t now, uintptr_t kind)
+{
+    measure_begin(s, now, kind, KIND_ASK);
+}
+
+/* The estimate gs_ring_idle_go looked up for the thread's launch, for its
+ * gs_ring_record (0 kind: none). One launch old at most: a launch that failed
+ * is not recorded, and the next of its kind may take its estimate. */
+static __thread struct {
+    uintptr_t kind;
+    uint64_t est;
+} idle_est __attribute__((tls_model("initial-exec")));
+
+int gs_ring_idle_go(CUstream s, uintptr_t kind, uint64_t now, uint64_t late, int depth, int measure,
+                    uint64_t fit_by, gs_ring_clean_fn *clean, gs_ring_seen_fn *seen)
+{
+    gs_ring_judge(clean);
+    if (gs_ring_trim(depth, 1, seen))
+        return 0;
+    uint64_t k = kind_est(kind);
+    /* (a kind not measured yet is decided: the guard takes our kernels'
+     * estimate for it) */
+    if (fit_by && !(k && now + late + gs_ring_ahead_ns(s) + k <= fit_by))
+        return 0;
+    if (measure)
+        measure_begin(s, now, kind, k);
+    idle_est.kind = kind;
+    idle_est.est = k;
+    return 1;
 }
 
 /* Under ring.lock: the measured launch's second event, after it (by the
@@ -1101,11 +1144,12 @@ static int crit_multi(CUstream s, uint64_t launches)
 {
     struct key k = key_of(s);
     uintptr_t h = (uintptr_t)k.s ^ ((uintptr_t)k.thread << 1) ^ 1;
-    if (atomic_load_explicit(&ring.crit_last, memory_order_relaxed) != h) {
-        atomic_store_explicit(&ring.crit_last, h, memory_order_relaxed);
-        atomic_store_explicit(&ring.crit_multi_at, launches, memory_order_relaxed);
+    uint32_t h32 = (uint32_t)(h ^ (h >> 32)), at = (uint32_t)launches;
+    if (atomic_load_explicit(&ring.crit_last, memory_order_relaxed) != h32) {
+        atomic_store_explicit(&ring.crit_last, h32, memory_order_relaxed);
+        atomic_store_explicit(&ring.crit_multi_at, at, memory_order_relaxed);
     }
-    return launches - atomic_load_explicit(&ring.crit_multi_at, memory_order_relaxed) <
+    return (uint32_t)(at - atomic_load_explicit(&ring.crit_multi_at, memory_order_relaxed)) <
            MULTI_LAUNCHES;
 }
 
@@ -1117,7 +1161,8 @@ static int crit_multi(CUstream s, uint64_t launches)
 static int crit_idle_due(CUstream s, uint64_t launches, uintptr_t kind, uint64_t *work)
 {
     uint64_t cover = atomic_load_explicit(&ring.cover, memory_order_relaxed);
-    uint64_t est = kind_est(kind);
+    uint64_t est = idle_est.kind == kind ? idle_est.est : kind_est(kind);
+    idle_est.kind = 0;
     uint64_t fl = atomic_load_explicit(&ring.floor_now, memory_order_relaxed);
     if (crit_multi(s, launches) || !est) {
         (void)due(s, 1, cover, cover, work); /* (the work since the last event starts again) */
