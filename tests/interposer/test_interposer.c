@@ -2384,7 +2384,12 @@ static void test_ptsz_events_on_the_threads_stream(void **st)
  * found four events outstanding and waited for the oldest, the long
  * stream's, until the wait gave up (50 ms, said once). Then the long thread
  * queues 8 more: its own stream's fifth event does wait (its bound holds),
- * and that wait is the one said. */
+ * and that wait is the one said. The long thread's first launch comes 1 ms
+ * into the controller's period (the worker sleeps to it): a first window
+ * entered at its end (0.12 ms before it, once under TSan, a neighbour's
+ * window before ours) closed after the first 300 ms kernel and paced an
+ * event per launch from it alone, and the long stream's own bound waited
+ * before the short thread ran. */
 static void test_streams_bounded_apart(void **st)
 {
     (void)st;

@@ -537,6 +537,21 @@ static CUresult kernel_on(CUstream s)
     return A.cuLaunchKernel((CUfunction)1, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Sleeps until at_ns (CLOCK_MONOTONIC), however far ahead. */
+static void sleep_until_ns(uint64_t at_ns)
+{
+    struct timespec ts = {(time_t)(at_ns / 1000000000ull), (long)(at_ns % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
 /* One kernel on s, or on the thread's per-thread default stream (ptsz). */
 static CUresult kernel_on_ptsz(CUstream s, int ptsz)
 {
@@ -578,6 +593,13 @@ static int two_streams(long first, long n, long more, long long_us, int ptsz)
         return 4;
     pthread_mutex_init(&l.m, NULL);
     pthread_cond_init(&l.c, NULL);
+    /* The long thread's first launch 1 ms into the controller's period
+     * (CLOCK_MONOTONIC's): the first window whole. (Entered at its end, the
+     * window closed after the first 300 ms kernel and paced an event per
+     * launch from it alone: the long stream's own bound then waited while
+     * the short thread ran.) */
+    uint64_t ns = now_ns(), at = ns - ns % GS_CC_PERIOD_NS + 1000000ull;
+    sleep_until_ns(at > ns ? at : at + GS_CC_PERIOD_NS);
     pthread_t th;
     pthread_create(&th, NULL, long_main, &l);
     pthread_mutex_lock(&l.m);
@@ -599,21 +621,6 @@ static int two_streams(long first, long n, long more, long long_us, int ptsz)
     pthread_join(th, NULL);
     printf("long launched %ld\n", l.launched);
     return 0;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
-/* Sleeps until at_ns (CLOCK_MONOTONIC), however far ahead. */
-static void sleep_until_ns(uint64_t at_ns)
-{
-    struct timespec ts = {(time_t)(at_ns / 1000000000ull), (long)(at_ns % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
 }
 
 /* One thread alternating two streams: a 2 ms kernel on one, a 0.1 ms kernel
