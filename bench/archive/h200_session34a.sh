@@ -5,8 +5,8 @@
 # controller and one of the ring, and one call into the ring with one estimate lookup:
 # gs_ring_idle_go); build-s34c-minimal: that with session34-cpuclock.patch (the launch
 # path tells the time by the CPU's counter where the clock source is tsc). A 50 % share
-# beside an idle critical peer (c50) and alone (share), three turns in alternation; a
-# memory slice (no clock read) for reference, two turns; three processes each. Prints
+# beside an idle critical peer (c50), three turns in alternation, and alone (share), two;
+# a memory slice (no clock read) for reference, one; three processes each. Prints
 # the host's clock source and coarse tick, what each clock read costs there
 # (experiments/clock_cost.c), whether the counter clock was used, and how often each
 # clock is read (build-s34x-minimal: s34c with session34-clockcount.patch, the counter
@@ -36,14 +36,14 @@ for turn in 1 2 3; do
     one base-c50-$turn build-s33-minimal auto $crit
     one s34-c50-$turn build-s34-minimal auto $crit
     one s34c-c50-$turn build-s34c-minimal auto $crit
+done
+for turn in 1 2; do
     one base-share-$turn build-s33-minimal auto $share
     one s34-share-$turn build-s34-minimal auto $share
     one s34c-share-$turn build-s34c-minimal auto $share
-    if [ $turn -le 2 ]; then
-        one base-slice-$turn build-s33-minimal auto
-        one s34-slice-$turn build-s34-minimal auto
-    fi
 done
+one base-slice-1 build-s33-minimal auto
+one s34-slice-1 build-s34-minimal auto
 echo "== the counter clock, one process at debug level"
 GPUSLICE_LOG_LEVEL=debug timeout 90 python3 bench/overhead.py --bin true --skip-process \
     --inproc /tmp/gs-inproc --gpuslice build-s34c-minimal/gpuslice --inproc-reps 1 $crit \
