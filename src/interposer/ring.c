@@ -148,9 +148,9 @@ static int same(struct key a, struct key b)
 
 static struct {
     /* Read or written by every launch of ours, in one line (the driver's
-     * launch leaves little of ours in the CPU's nearest cache): */
-    _Alignas(
-        64) _Atomic int n;  /* outstanding; read without the lock to see there is nothing to do */
+     * launch leaves little of ours in the CPU's nearest cache). Our events
+     * outstanding (n), read without the lock to see there is nothing to do: */
+    _Alignas(64) _Atomic int n;
     _Atomic int pending;    /* a measure waits to be judged (gs_ring_judge) */
     _Atomic unsigned every; /* without a critical tenant: launches per event */
     _Atomic int unbounded;  /* a full stream's wait timed out: none until a drain */
