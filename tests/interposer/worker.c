@@ -552,6 +552,15 @@ static void sleep_until_ns(uint64_t at_ns)
         ;
 }
 
+/* Sleeps until off_ns into the controller's period (CLOCK_MONOTONIC's, as
+ * the interposer lays its windows out): this period's if still ahead, else
+ * the next's. */
+static void sleep_to_phase(uint64_t off_ns)
+{
+    uint64_t ns = now_ns(), at = ns - ns % GS_CC_PERIOD_NS + off_ns;
+    sleep_until_ns(at > ns ? at : at + GS_CC_PERIOD_NS);
+}
+
 /* One kernel on s, or on the thread's per-thread default stream (ptsz). */
 static CUresult kernel_on_ptsz(CUstream s, int ptsz)
 {
@@ -593,13 +602,11 @@ static int two_streams(long first, long n, long more, long long_us, int ptsz)
         return 4;
     pthread_mutex_init(&l.m, NULL);
     pthread_cond_init(&l.c, NULL);
-    /* The long thread's first launch 1 ms into the controller's period
-     * (CLOCK_MONOTONIC's): the first window whole. (Entered at its end, the
-     * window closed after the first 300 ms kernel and paced an event per
-     * launch from it alone: the long stream's own bound then waited while
-     * the short thread ran.) */
-    uint64_t ns = now_ns(), at = ns - ns % GS_CC_PERIOD_NS + 1000000ull;
-    sleep_until_ns(at > ns ? at : at + GS_CC_PERIOD_NS);
+    /* The long thread's first launch 1 ms into the controller's period: the
+     * first window whole. (Entered at its end, the window closed after the
+     * first 300 ms kernel and paced an event per launch from it alone: the
+     * long stream's own bound then waited while the short thread ran.) */
+    sleep_to_phase(1000000ull);
     pthread_t th;
     pthread_create(&th, NULL, long_main, &l);
     pthread_mutex_lock(&l.m);
@@ -632,13 +639,8 @@ static int alternate(long n, long phase_ms)
     CUstream a, b;
     if (A.cuStreamCreate(&a, 0) != 0 || A.cuStreamCreate(&b, 0) != 0)
         return 4;
-    if (phase_ms >= 0) {
-        /* The first launch at phase_ms into the controller's period
-         * (CLOCK_MONOTONIC's, as the interposer lays its windows out). */
-        uint64_t ns = now_ns();
-        uint64_t at = ns - ns % GS_CC_PERIOD_NS + (uint64_t)phase_ms * 1000000ull;
-        sleep_until_ns(at > ns ? at : at + GS_CC_PERIOD_NS);
-    }
+    if (phase_ms >= 0)
+        sleep_to_phase((uint64_t)phase_ms * 1000000ull);
     for (long i = 0; i < n; i++) {
         thread_kernel_us(2000);
         if (kernel_on(a) != 0)
