@@ -496,12 +496,15 @@ static int others_in_window(const struct gs_cc_tenant *t, int n, int self, uint6
  * their stamps at each launch (me->crit_watch), up to GS_CC_CRIT_WATCH_NS,
  * bounded by what time changes: the linger's end after their last request,
  * and a quarter of the way to the horizon (the cover narrows towards it;
- * the launch path checks each launch's fit against it). */
+ * the launch path checks each launch's fit against it). *soft: the end is
+ * the watch's alone, and what time changes is GS_CC_LATE_MAX_NS beyond it. */
 static uint64_t crit_horizon(const struct gs_cc_self *me, const struct gs_cc_tenant *t, int n,
-                             int self, uint64_t now, uint64_t until)
+                             int self, uint64_t now, uint64_t until, int *soft)
 {
     int any = 0;
-    uint64_t end = now + GS_CC_CRIT_WATCH_NS;
+    const uint64_t watch = now + GS_CC_CRIT_WATCH_NS;
+    uint64_t end = watch, hard = until; /* hard: the first end that matters */
+    *soft = 0;
     for (int i = 0; i < n; i++) {
         if (i == self || !t[i].critical || !t[i].alive)
             continue;
@@ -509,20 +512,28 @@ static uint64_t crit_horizon(const struct gs_cc_self *me, const struct gs_cc_ten
         if (gs_cc_critical_busy(&t[i], now))
             end = now; /* (a bound tenant, not gated: it looks again soon) */
         else if (gs_cc_critical_recent(&t[i], now) &&
-                 t[i].crit_idle_ns + GS_CC_CRIT_LINGER_NS < end)
-            end = t[i].crit_idle_ns + GS_CC_CRIT_LINGER_NS;
+                 t[i].crit_idle_ns + GS_CC_CRIT_LINGER_NS < hard)
+            hard = t[i].crit_idle_ns + GS_CC_CRIT_LINGER_NS;
     }
     if (!any)
         return until;
+    if (hard < end)
+        end = hard;
     /* (The guard on gaps it learnt itself holds by time alone, with no
      * horizon the launch path could check: decisions keep to the poll.) */
     int guard_by_gaps = me->guard_ns && !me->pub_seen && me->ngaps >= GS_CC_GUARD_GAPS / 2;
     if (!me->crit_watch || guard_by_gaps || gs_cc_duty_applies(t, n, self))
         end = now + GS_CC_CRIT_POLL_NS;
-    else if (me->horizon_ns > now && now + (me->horizon_ns - now) / GS_CC_QUEUE_COVERS < end)
-        end = now + (me->horizon_ns - now) / GS_CC_QUEUE_COVERS;
+    else if (me->horizon_ns > now) {
+        uint64_t quarter = now + (me->horizon_ns - now) / GS_CC_QUEUE_COVERS;
+        if (quarter < end)
+            end = quarter;
+        if (quarter < hard)
+            hard = quarter;
+    }
     if (end < now + GS_CC_CRIT_POLL_NS)
         end = now + GS_CC_CRIT_POLL_NS;
+    *soft = end == watch && hard >= watch + GS_CC_LATE_MAX_NS;
     return end < until ? end : until;
 }
 
@@ -589,6 +600,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         gs_cc_decide(t, n, self, now, period, me->debt, &d);
     }
     me->until = 0;
+    me->until_soft = 0;
     me->critical_recent = d.critical_recent;
     me->guard_held = 0;
     me->power_held = 0;
@@ -640,7 +652,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
         }
         if (d.go) {
             /* (decide's own end next to a critical tenant is the poll's) */
-            me->until = crit_horizon(me, t, n, self, now, now + period);
+            me->until = crit_horizon(me, t, n, self, now, now + period, &me->until_soft);
             me->held_from = 0;
             return GS_CC_LAUNCH;
         }
@@ -710,7 +722,7 @@ enum gs_cc_action gs_cc_before_launch(struct gs_cc_self *me, const struct gs_cc_
             *wait_until = spent < me->window_end ? spent : me->window_end;
             return GS_CC_WAIT;
         }
-        me->until = crit_horizon(me, t, n, self, now, me->window_end);
+        me->until = crit_horizon(me, t, n, self, now, me->window_end, &me->until_soft);
         me->held_from = 0;
         return GS_CC_LAUNCH;
     }

@@ -66,6 +66,13 @@
  * cover towards the horizon, a window's end. Not with the power guard's duty
  * in force (its bucket is taken from at decisions). */
 #define GS_CC_CRIT_WATCH_NS (20ull * 1000 * 1000)
+/* How late the caller's clock may tell a decision's end at most, where it
+ * reads a coarse clock first (the interposer's launch path: beyond this lag
+ * it reads the precise clock only). A decision whose end is only
+ * GS_CC_CRIT_WATCH_NS's (nothing that time brings ends there) is marked soft
+ * (gs_cc_self.until_soft) where the next end that matters is at least this
+ * much later: the caller may then take that end late by its clock's lag. */
+#define GS_CC_LATE_MAX_NS (40ull * 1000 * 1000)
 /* The guard (off unless gs_cc_self.guard_ns is set: the interposer sets it
  * from the slice's guard_us limit, 600 us by default). A gated best-effort
  * tenant learns the critical tenant's gaps between requests (from its
@@ -181,6 +188,8 @@ struct gs_cc_decision {
 /* One tenant's own side of the protocol (kept per process). */
 struct gs_cc_self {
     uint64_t until;      /* may launch without asking until then */
+    int until_soft;      /* until is only the watch's bound (GS_CC_LATE_MAX_NS): nothing
+                            ends there, and it may be taken late */
     uint64_t window_end; /* end of the window we are in */
     uint64_t debt;       /* GPU time used beyond our windows, taken off later ones */
     uint64_t charged_ns; /* GPU time our windows were charged, in all (published as the

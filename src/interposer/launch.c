@@ -58,9 +58,13 @@ enum { CRIT_WATCH_MAX = 8 };
 #define DEMAND_PUBLISH_NS (1000ull * 1000)
 /* The coarse clock is asked first on the hot path only where its tick is at
  * most this long (a kernel's HZ of 100 or more), and while its slack (clock.h)
- * stays within COARSE_SLACK_MAX_NS. */
+ * stays within COARSE_SLACK_MAX_NS (a soft decision's end, compute.h, may be
+ * taken that late). */
 #define COARSE_TICK_MAX_NS (10ull * 1000 * 1000)
-#define COARSE_SLACK_MAX_NS (40ull * 1000 * 1000)
+#define COARSE_SLACK_MAX_NS GS_CC_LATE_MAX_NS
+/* cc.until's lowest bit: the decision's end is soft (gs_cc_self.until_soft):
+ * the coarse clock alone tells it, however near. A nanosecond of the end. */
+#define UNTIL_SOFT 1ull
 
 static struct {
     /* Read on the hot path, without the lock, in one line (the driver's
@@ -616,7 +620,7 @@ static void cc_slow(CUstream s, uintptr_t kind)
         cc.self.next_ns = gs_ring_kind_ns(kind);
         cc.self.queue_end_ns = gs_clock_ns() + gs_ring_ahead_ns(s);
         (void)gs_cc_step(&cc.self, &io, &wait);
-        until = cc.self.until;
+        until = cc.self.until_soft ? cc.self.until | UNTIL_SOFT : cc.self.until & ~UNTIL_SOFT;
         decision = ++cc.decisions;
         depth = cc.self.critical_recent ? CRIT_QUEUED_RECENT : CRIT_QUEUED;
         atomic_store_explicit(&cc.depth, depth, memory_order_relaxed);
@@ -696,7 +700,9 @@ static inline void cc_before(CUstream s, uintptr_t kind)
      * launch less (clock.h); within its slack of it, the precise one. Next
      * to a critical tenant read at decisions only, a decision lasts
      * GS_CC_CRIT_POLL_NS, well within the slack: precise; where its stamps
-     * are watched here (crit_moved), up to GS_CC_CRIT_WATCH_NS. The guard's
+     * are watched here (crit_moved), up to GS_CC_CRIT_WATCH_NS; where only
+     * that bounds it (UNTIL_SOFT), the coarse clock tells its end, and the
+     * next decision may come its lag late (nothing ends there). The guard's
      * fit takes the coarse clock's lag as part of the launch. The coarse stamp below is early by
      * less than the slack (and never moves last_launch or our demand back): as last_launch it can
      * only shorten a window's charge when no later launch or sync is seen (gs_cc_work_finished),
@@ -704,7 +710,7 @@ static inline void cc_before(CUstream s, uintptr_t kind)
     uint64_t until = atomic_load_explicit(&cc.until, memory_order_acquire);
     uint64_t slack = atomic_load_explicit(&cc.coarse_slack, memory_order_relaxed);
     uint64_t now = gs_clock_coarse_ns(), late = slack; /* how late now may be */
-    if (!slack || now + slack >= until) {
+    if (!slack || (now + slack >= until && !(until & UNTIL_SOFT))) {
         now = gs_clock_ns();
         late = 0;
     }

@@ -1979,6 +1979,20 @@ static void test_power_guard_remembers_between_bursts(void **st)
     assert_true(kept_all.be_pct >= forgot_all.be_pct - 6.0);
 }
 
+/* t[0] a best-effort tenant, t[1] a critical one whose last request ended a
+ * second before now. */
+static void idle_critical_pair(struct gs_cc_tenant t[2], uint64_t now)
+{
+    memset(t, 0, 2 * sizeof *t);
+    t[0].key = 1;
+    t[0].alive = 1;
+    t[1].key = 2;
+    t[1].critical = 1;
+    t[1].alive = 1;
+    t[1].crit_launch_ns = now - SEC - US;
+    t[1].crit_idle_ns = now - SEC;
+}
+
 /* Where the caller watches the critical tenants' stamps at each launch
  * (crit_watch), a decision next to an idle one lasts GS_CC_CRIT_WATCH_NS,
  * bounded by the linger's end after its last request, a quarter of the way
@@ -1989,14 +2003,8 @@ static void test_watched_critical_decides_seldom(void **st)
 {
     (void)st;
     uint64_t now = 30 * SEC, wait;
-    struct gs_cc_tenant t[2] = {
-        {.key = 1, .alive = 1},
-        {.key = 2,
-         .critical = 1,
-         .alive = 1,
-         .crit_launch_ns = now - SEC - US,
-         .crit_idle_ns = now - SEC},
-    };
+    struct gs_cc_tenant t[2];
+    idle_critical_pair(t, now);
     struct gs_cc_self me = {0};
     assert_int_equal(gs_cc_before_launch(&me, t, 2, 0, now, GS_CC_PERIOD_NS, &wait), GS_CC_LAUNCH);
     assert_int_equal(me.until, now + GS_CC_CRIT_POLL_NS); /* read at decisions only */
@@ -2039,6 +2047,72 @@ static void test_watched_critical_decides_seldom(void **st)
     assert_int_equal(a, GS_CC_LAUNCH);
     assert_true(w.until <= w.window_end && w.until <= at + GS_CC_CRIT_WATCH_NS);
     assert_true(w.until > at + GS_CC_CRIT_POLL_NS);
+}
+
+/* A decision's end is soft (the caller may take it late by its clock's lag,
+ * GS_CC_LATE_MAX_NS at most) only where the watch's bound alone sets it and
+ * nothing time brings ends within that lag after it: not a decision of the
+ * poll, not the linger's end, not a window's end or a quarter of the way to
+ * the horizon less than GS_CC_LATE_MAX_NS beyond it. */
+static int soft_case(struct gs_cc_self *me, struct gs_cc_tenant *t, int self, uint64_t now)
+{
+    uint64_t wait;
+    me->until_soft = -1;
+    assert_int_equal(gs_cc_before_launch(me, t, 2, self, now, GS_CC_PERIOD_NS, &wait),
+                     GS_CC_LAUNCH);
+    return me->until_soft;
+}
+
+static void test_watched_decision_end_soft(void **st)
+{
+    (void)st;
+    uint64_t now = 30 * SEC;
+    struct gs_cc_tenant t[2];
+    idle_critical_pair(t, now);
+    struct gs_cc_self me = {0};
+    assert_int_equal(soft_case(&me, t, 0, now), 0); /* read at decisions only: the poll */
+    me.crit_watch = 1;
+    assert_int_equal(soft_case(&me, t, 0, now), 1);
+    assert_int_equal(me.until, now + GS_CC_CRIT_WATCH_NS);
+    /* its last request finished 1 ms ago: the linger's end is hard */
+    t[1].crit_launch_ns = now - 2 * MS;
+    t[1].crit_idle_ns = now - 1 * MS;
+    assert_int_equal(soft_case(&me, t, 0, now), 0);
+    t[1].crit_launch_ns = now - SEC - US;
+    t[1].crit_idle_ns = now - SEC;
+    /* a share: soft only where the window ends GS_CC_LATE_MAX_NS beyond the watch */
+    t[0].share = 50;
+    for (uint64_t into = 0; into < GS_CC_PERIOD_NS; into += 10 * MS) {
+        struct gs_cc_self w = {.crit_watch = 1};
+        uint64_t at = 40 * SEC + into;
+        int soft = soft_case(&w, t, 0, at);
+        assert_int_equal(soft, w.window_end >= at + GS_CC_CRIT_WATCH_NS + GS_CC_LATE_MAX_NS);
+        if (soft)
+            assert_int_equal(w.until, at + GS_CC_CRIT_WATCH_NS);
+        else
+            assert_true(w.until <= at + GS_CC_CRIT_WATCH_NS);
+    }
+    t[0].share = 0;
+    /* a published rhythm: the horizon's quarter is hard; soft only where it
+     * lies GS_CC_LATE_MAX_NS beyond the watch */
+    uint64_t gaps[] = {200 * MS, 4 * SEC};
+    int want[] = {0, 1};
+    for (int g = 0; g < 2; g++) {
+        struct gs_cc_tenant c[2] = {
+            {.key = 1,
+             .critical = 1,
+             .alive = 1,
+             .crit_launch_ns = now - 12 * MS,
+             .crit_idle_ns = now - 10 * MS,
+             .crit_gap_ns = gaps[g],
+             .crit_gap_max_ns = gaps[g] + MS},
+            {.key = 2, .alive = 1},
+        };
+        struct gs_cc_self h = {.crit_watch = 1, .guard_ns = 600 * US, .kernel_ns = 100 * US};
+        assert_int_equal(soft_case(&h, c, 1, now), want[g]);
+        assert_true(h.horizon_ns > now);
+        assert_int_equal(h.until, now + GS_CC_CRIT_WATCH_NS);
+    }
 }
 
 int main(void)
@@ -2086,6 +2160,7 @@ int main(void)
         cmocka_unit_test(test_power_guard_holds_the_clock),
         cmocka_unit_test(test_power_guard_remembers_between_bursts),
         cmocka_unit_test(test_watched_critical_decides_seldom),
+        cmocka_unit_test(test_watched_decision_end_soft),
     };
     return cmocka_run_group_tests_name("compute", tests, NULL, NULL);
 }
