@@ -200,6 +200,14 @@ static void scan(uint64_t now)
     peers.next_scan = now + RESCAN_NS;
     drop_all();
     add_self();
+    /* A latency-critical tenant never yields: no one else's ledger changes
+     * its decisions, which then read none (no scan, no header, no watch),
+     * and its launch path makes none of a best-effort tenant's checks (no
+     * critical neighbour seen). */
+    if (gs_g.limits.priority == GS_PRIO_CRITICAL) {
+        atomic_store_explicit(&gs_peers_critical, 0, memory_order_relaxed);
+        return;
+    }
     int critical = 0, watch = watch_ok();
     atomic_store_explicit(&wm.truncated, 0, memory_order_relaxed);
     DIR *d = peers.dir[0] ? opendir(peers.dir) : NULL;

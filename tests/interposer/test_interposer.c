@@ -1635,6 +1635,49 @@ static void gap_reads(const char *out, long *reads, long *ms)
         fail_msg("gap launches: %s", out);
 }
 
+/* A latency-critical tenant never yields, so no one else's ledger changes
+ * its decisions: it reads none, and its launch path makes none of a
+ * best-effort tenant's checks. Next to another critical tenant, busy all
+ * along (its launch stamp moving every 10 ms), and six best-effort ones:
+ * 1,000 launches 150 us apart make no read call of its decisions (the
+ * interposer's start, at the first launch, reads its limits and its process's
+ * start time: a few). (Before: 878 reads. Each move of the
+ * other's stamp sent the next launch to a decision, which read the seven
+ * headers, and the slices' root was scanned once a second, on the launch
+ * path: up to 0.2 ms a launch with eight neighbours on the development VM.) */
+static void test_critical_reads_no_peers(void **st)
+{
+    (void)st;
+    use_root("critreads");
+    for (int i = 0; i < 6; i++) {
+        struct slice peer;
+        mkslice(&peer, GiB);
+        set_compute(&peer, 10, GS_PRIO_BEST_EFFORT);
+        gs_ledger_close(ledger(&peer));
+    }
+    struct slice other, me;
+    mkslice(&other, GiB);
+    set_compute(&other, 0, GS_PRIO_CRITICAL);
+    mkslice(&me, GiB);
+    set_compute(&me, 0, GS_PRIO_CRITICAL);
+    struct gs_ledger *cl = ledger(&other);
+    assert_true(gs_ledger_claim(cl, getpid(), gs_ledger_proc_starttime(getpid())) >= 0);
+    atomic_store(&cl->crit_idle_ns, 0);
+    struct crit_stamps cs = {cl, CRIT_BUSY, 0, 0, 0, 0};
+    const char *args[] = {"direct", "gap-launch", "1000", "150", NULL};
+    const char *out = run_stamping(&me, "GPUSLICE_LOG_LEVEL=debug", args, crit_stamp, &cs);
+    atomic_store(&cl->crit_launch_ns, mono() - 1000ull * 1000 * 1000);
+    atomic_store(&cl->crit_idle_ns, atomic_load(&cl->crit_launch_ns));
+    gs_ledger_close(cl);
+    use_root(NULL);
+    long reads = 0, ms = 0;
+    gap_reads(out, &reads, &ms);
+    print_message("a critical tenant next to a busy one and six others: %ld reads in %ld ms\n",
+                  reads, ms);
+    if (reads > 10)
+        fail_msg("%ld reads for 1000 launches in %ld ms: %s", reads, ms, out);
+}
+
 /* Beside a critical tenant each decision lasts 50 us and reads the others'
  * headers, a pread each: the best-effort neighbours' are read again only
  * once a millisecond (their demand and windows change on the scale of
@@ -2482,6 +2525,7 @@ int main(void)
         cmocka_unit_test(test_kind_learned_only_alone),
         cmocka_unit_test(test_events_paced_next_to_idle_critical),
         cmocka_unit_test(test_peers_read_sparingly_next_to_critical),
+        cmocka_unit_test(test_critical_reads_no_peers),
         cmocka_unit_test(test_watched_critical_read_seldom),
         cmocka_unit_test(test_marks_follow_what_waits),
         cmocka_unit_test(test_held_measures_time_the_gpu),
