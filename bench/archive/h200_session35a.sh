@@ -10,6 +10,7 @@
 # session35-clockcount.patch, a count printed at exit, "XS"; build-x20-minimal: b528d99
 # with the same three counts), and what each clock read costs on this host
 # (experiments/clock_cost.c). Prints the host's clock source and coarse tick.
+#   sh bench/archive/session35-builds.sh   # the five builds, from their commits
 #   sh bench/archive/h200_session35a.sh OUT
 set -u
 OUT=$1
