@@ -1,8 +1,9 @@
 /* Who else is on this GPU: the other tenants' slice directories (their
  * limits, written by the agent, and their ledgers, each written by its own
  * tenant), looked at once a second, and what each publishes, read at every
- * decision of the compute controller. Every function here runs under
- * launch.c's cc.lock, which guards the list. */
+ * decision of the compute controller; none of them by a latency-critical
+ * tenant (scan). Every function here runs under launch.c's cc.lock, which
+ * guards the list. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
