@@ -1094,6 +1094,27 @@ static uint64_t next_idle_at;
  * 3.5 s later). */
 static uint64_t next_requests_from;
 
+/* A critical tenant's ledger the test stamped, done with: idle since a
+ * second ago, no rhythm, closed, so that it holds up no later case. */
+static void critical_done(struct gs_ledger *cl)
+{
+    atomic_store(&cl->crit_launch_ns, mono() - 1000ull * 1000 * 1000);
+    atomic_store(&cl->crit_idle_ns, atomic_load(&cl->crit_launch_ns));
+    atomic_store(&cl->crit_rhythm, 0);
+    gs_ledger_close(cl);
+}
+
+/* n best-effort slices (10 % each) in the current root that never launch. */
+static void idle_neighbours(int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct slice peer;
+        mkslice(&peer, GiB);
+        set_compute(&peer, 10, GS_PRIO_BEST_EFFORT);
+        gs_ledger_close(ledger(&peer));
+    }
+}
+
 static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_state critical,
                                              const char *extra_env, const char *const *args)
 {
@@ -1138,11 +1159,7 @@ static const char *run_next_to_critical_args(enum gs_yield yield, enum crit_stat
     struct crit_stamps cs = {cl, critical, ahead, next_requests_from, 0, 0};
     const char *out = run_stamping(&be, extra_env, args, crit_stamp, &cs);
     last_request_gap = cs.most;
-    /* done: it must not hold up the next case (launch = idle: not busy) */
-    atomic_store(&cl->crit_launch_ns, mono() - 1000ull * 1000 * 1000);
-    atomic_store(&cl->crit_idle_ns, atomic_load(&cl->crit_launch_ns));
-    atomic_store(&cl->crit_rhythm, 0);
-    gs_ledger_close(cl);
+    critical_done(cl);
     return out;
 }
 
@@ -1649,12 +1666,7 @@ static void test_critical_reads_no_peers(void **st)
 {
     (void)st;
     use_root("critreads");
-    for (int i = 0; i < 6; i++) {
-        struct slice peer;
-        mkslice(&peer, GiB);
-        set_compute(&peer, 10, GS_PRIO_BEST_EFFORT);
-        gs_ledger_close(ledger(&peer));
-    }
+    idle_neighbours(6);
     struct slice other, me;
     mkslice(&other, GiB);
     set_compute(&other, 0, GS_PRIO_CRITICAL);
@@ -1666,9 +1678,7 @@ static void test_critical_reads_no_peers(void **st)
     struct crit_stamps cs = {cl, CRIT_BUSY, 0, 0, 0, 0};
     const char *args[] = {"direct", "gap-launch", "1000", "150", NULL};
     const char *out = run_stamping(&me, "GPUSLICE_LOG_LEVEL=debug", args, crit_stamp, &cs);
-    atomic_store(&cl->crit_launch_ns, mono() - 1000ull * 1000 * 1000);
-    atomic_store(&cl->crit_idle_ns, atomic_load(&cl->crit_launch_ns));
-    gs_ledger_close(cl);
+    critical_done(cl);
     use_root(NULL);
     long reads = 0, ms = 0;
     gap_reads(out, &reads, &ms);
@@ -1689,12 +1699,7 @@ static void test_peers_read_sparingly_next_to_critical(void **st)
 {
     (void)st;
     use_root("peerreads");
-    for (int i = 0; i < 6; i++) {
-        struct slice peer;
-        mkslice(&peer, GiB);
-        set_compute(&peer, 10, GS_PRIO_BEST_EFFORT);
-        gs_ledger_close(ledger(&peer));
-    }
+    idle_neighbours(6);
     const char *args[] = {"direct", "gap-launch", "1000", "60", NULL};
     const char *out =
         run_next_to_critical_args(GS_YIELD_BOUND, CRIT_IDLE_LONG, "GS_FAKE_KERNEL_US=5", args);
