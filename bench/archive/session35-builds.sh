@@ -13,12 +13,11 @@ one() { # name commit [counters]
     wt=$(mktemp -d)/wt
     git worktree add -q --detach "$wt" "$2"
     if [ "${3:-}" = counters ]; then
-        if ! (cd "$wt" && git apply "$patch" 2>/dev/null); then
-            # b528d99 tells the decision's end without the soft bit: the same counters by hand
-            (cd "$wt" && sed 's/ \&\& !(until \& UNTIL_SOFT))) {/) {/; s/(now + slack >= until) {/now + slack >= until) {/' \
-                "$patch" | sed 's/if (!slack || (now + slack >= until) {/if (!slack || now + slack >= until) {/' |
-                git apply)
-        fi
+        # (b528d99 tells the decision's end without the soft bit: the patch's
+        # context line as it reads there)
+        (cd "$wt" && git apply "$patch" 2>/dev/null ||
+            sed 's/(now + slack >= until \&\& !(until \& UNTIL_SOFT))/now + slack >= until/' "$patch" |
+            git apply)
     fi
     (cd "$wt" && make -s minimal BUILD="build-$1" -j2 >/dev/null)
     rm -rf "build-$1-minimal"
