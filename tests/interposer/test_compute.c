@@ -2078,8 +2078,7 @@ static void test_watched_decision_end_soft(void **st)
     t[1].crit_launch_ns = now - 2 * MS;
     t[1].crit_idle_ns = now - 1 * MS;
     assert_int_equal(soft_case(&me, t, 0, now), 0);
-    t[1].crit_launch_ns = now - SEC - US;
-    t[1].crit_idle_ns = now - SEC;
+    idle_critical_pair(t, now);
     /* a share: soft only where the window ends GS_CC_LATE_MAX_NS beyond the watch */
     t[0].share = 50;
     for (uint64_t into = 0; into < GS_CC_PERIOD_NS; into += 10 * MS) {
